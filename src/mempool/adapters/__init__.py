@@ -1,0 +1,90 @@
+"""One module per framework that routes its GPU allocations to RMM.
+
+Every adapter module has the same small interface::
+
+    NAME: str                      # the name users pass in frameworks=[...]
+    MODULE: str                    # the importable package, checked without importing it
+    check(devices) -> None         # raise OrderError if it is too late; changes nothing
+    install(resources) -> state    # hook the framework; return what uninstall needs
+    uninstall(state) -> bool       # put the previous hook back; False if that is impossible
+    status() -> FrameworkStatus    # the live truth, read from the framework; imports nothing
+
+Adding a framework: write its module and add its name to ``ADAPTERS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+from ..errors import ConfigError
+from ._base import FrameworkStatus, is_installed
+
+__all__ = [
+    "ADAPTERS",
+    "FrameworkStatus",
+    "install_all",
+    "load",
+    "select",
+    "statuses",
+    "uninstall_all",
+]
+
+ADAPTERS: tuple[str, ...] = ("cupy", "numba", "torch", "cudf", "jax", "tensorflow")
+
+
+def load(name: str) -> ModuleType:
+    """The adapter module for framework *name*."""
+    if name not in ADAPTERS:
+        raise ConfigError(
+            f"unknown framework {name!r}; mempool has adapters for {', '.join(ADAPTERS)}"
+        )
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def select(frameworks: Iterable[str] | None) -> list[ModuleType]:
+    """Adapters to install: the named ones, or (``None``) every installed framework."""
+    if frameworks is None:
+        return [load(n) for n in ADAPTERS if is_installed(load(n).MODULE)]
+    if isinstance(frameworks, str):
+        frameworks = [frameworks]
+    chosen = []
+    for name in dict.fromkeys(frameworks):
+        adapter = load(name)
+        if not is_installed(adapter.MODULE):
+            raise ConfigError(
+                f"frameworks=[..., {name!r}, ...] but {adapter.MODULE} is not installed; "
+                f"install it or leave {name!r} out"
+            )
+        chosen.append(adapter)
+    return chosen
+
+
+def install_all(
+    adapters: Sequence[ModuleType], resources: Mapping[int, Any]
+) -> list[tuple[ModuleType, Any]]:
+    """Install *adapters* in order; if one fails, uninstall the ones before it and re-raise."""
+    installed: list[tuple[ModuleType, Any]] = []
+    try:
+        for adapter in adapters:
+            installed.append((adapter, adapter.install(resources)))
+    except BaseException:
+        uninstall_all(installed)
+        raise
+    return installed
+
+
+def uninstall_all(installed: Sequence[tuple[ModuleType, Any]]) -> list[str]:
+    """Uninstall in reverse order; return the names that could not be restored."""
+    stuck = []
+    for adapter, state in reversed(installed):
+        if adapter.uninstall(state) is False:
+            stuck.append(adapter.NAME)
+    return stuck
+
+
+def statuses() -> dict[str, FrameworkStatus]:
+    """Every framework's live routing status, without importing any framework."""
+    return {name: load(name).status() for name in ADAPTERS}

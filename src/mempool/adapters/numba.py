@@ -1,0 +1,95 @@
+"""Numba: ``numba.cuda.set_memory_manager(RMMNumbaManager)`` (Numba's EMM plugin interface).
+
+Numba binds a memory manager to a CUDA context when it creates the context, so the plugin
+must be set before Numba's first CUDA call; a context that already exists is an order error.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import OrderError
+from ._base import FrameworkStatus, is_installed
+
+NAME = "numba"
+MODULE = "numba"
+_DRIVER = "numba.cuda.cudadrv.driver"
+_DEVICES = "numba.cuda.cudadrv.devices"
+
+
+def _live_contexts() -> dict[int, Any]:
+    """Numba's already-created CUDA contexts by device, without creating any."""
+    devices = sys.modules.get(_DEVICES)
+    if devices is None:
+        return {}
+    gpus = devices._runtime.gpus
+    contexts = {}
+    for gpu in gpus.__dict__.get("lst", ()):
+        context = getattr(gpu._device, "primary_context", None)
+        if context is not None:
+            contexts[gpu._device.id] = context
+    return contexts
+
+
+def _is_rmm_manager(manager: Any) -> bool:
+    plugin = sys.modules.get("rmm.allocators.numba")
+    return plugin is not None and manager is plugin.RMMNumbaManager
+
+
+def check(devices: Sequence[int]) -> None:
+    """Raise :class:`OrderError` if Numba already has a context on one of *devices*."""
+    for device, context in _live_contexts().items():
+        manager = getattr(context, "memory_manager", None)
+        if device in devices and not _is_rmm_manager(type(manager)):
+            raise OrderError(
+                f"Numba already created its CUDA context on device {device} with "
+                f"{type(manager).__name__}, which it keeps for the life of the context: "
+                "call use_rmm_pool() before the first numba.cuda call, or pass frameworks=[...] "
+                "without 'numba'"
+            )
+
+
+def install(resources: Mapping[int, Any]) -> Any:
+    """Set RMM's EMM plugin; return Numba's previous memory manager class (or None)."""
+    from numba import cuda
+    from numba.cuda.cudadrv import driver
+    from rmm.allocators.numba import RMMNumbaManager
+
+    previous = driver._memory_manager
+    cuda.set_memory_manager(RMMNumbaManager)
+    return previous
+
+
+def uninstall(previous: Any) -> bool:
+    """Put Numba's previous memory manager back exactly (``None`` means Numba's default)."""
+    from numba.cuda.cudadrv import driver
+
+    # set_memory_manager() refuses None, the "not chosen yet" value Numba starts with.
+    driver._memory_manager = previous
+    return True
+
+
+def status() -> FrameworkStatus:
+    """Whether Numba's memory manager is RMM's EMM plugin, for new and existing contexts."""
+    if not is_installed(MODULE):
+        return FrameworkStatus(NAME, False, "not installed", installed=False)
+    driver = sys.modules.get(_DRIVER)
+    if driver is None:
+        return FrameworkStatus(NAME, False, "numba.cuda not imported yet (no Numba allocations)")
+    stale = [
+        d for d, ctx in _live_contexts().items()
+        if not _is_rmm_manager(type(getattr(ctx, "memory_manager", None)))
+    ]
+    if _is_rmm_manager(driver._memory_manager):
+        if stale:
+            return FrameworkStatus(
+                NAME, False,
+                f"RMMNumbaManager is set, but Numba's context on device(s) {stale} was created "
+                "earlier and keeps its own memory manager",
+            )
+        return FrameworkStatus(NAME, True, "numba.cuda.set_memory_manager(RMMNumbaManager)")
+    manager = driver._memory_manager
+    name = "Numba's default memory manager" if manager is None else manager.__name__
+    return FrameworkStatus(NAME, False, f"Numba allocates with {name}")

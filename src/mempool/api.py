@@ -1,0 +1,189 @@
+"""``use_rmm_pool`` / ``rmm_pool``: create the pool, route the frameworks, all or nothing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from . import adapters
+from .device import current_device, device_memory, require_devices
+from .errors import ConfigError, MissingDependencyError, OrderError
+from .pool import Pool, Settings, activate, restore
+from .sizes import check_size_syntax, is_percent, parse_size
+
+__all__ = ["current_pool", "rmm_pool", "use_rmm_pool"]
+
+Size = int | float | str | None
+Devices = int | Sequence[int] | str | None
+
+_lock = threading.RLock()
+_live: Pool | None = None
+_pinned: Pool | None = None
+
+
+def current_pool() -> Pool | None:
+    """The live pool, or ``None``."""
+    return _live
+
+
+def _released(pool: Pool) -> None:
+    global _live, _pinned
+    with _lock:
+        if _live is pool:
+            _live = None
+        _pinned = pool if pool.pinned_by else (None if _pinned is pool else _pinned)
+
+
+def _import_rmm() -> None:
+    try:
+        import rmm.mr  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"use_rmm_pool() needs RMM ({exc}); install the GPU extra: pip install rmm-cu12"
+        ) from exc
+
+
+def _resolve_devices(devices: Devices, count: int) -> tuple[int, ...]:
+    if devices is None:
+        return (current_device(),)
+    if devices == "all":
+        return tuple(range(count))
+    if isinstance(devices, int) and not isinstance(devices, bool):
+        devices = [devices]
+    if isinstance(devices, str) or not isinstance(devices, Iterable):
+        raise ConfigError(f"devices={devices!r}: pass None, 'all', an int or a list of ints")
+    resolved = tuple(dict.fromkeys(devices))
+    if not resolved:
+        raise ConfigError("devices=[]: name at least one device, or pass None for the current one")
+    for device in resolved:
+        if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device < count:
+            raise ConfigError(
+                f"devices={list(resolved)}: {device!r} is not a visible CUDA device; "
+                f"this process sees {count} device(s), numbered 0..{count - 1}"
+            )
+    return resolved
+
+
+def _resolve_sizes(value: Size, devices: tuple[int, ...], what: str) -> tuple[int | None, ...]:
+    if is_percent(value):
+        return tuple(parse_size(value, total=device_memory(d)[1], what=what) for d in devices)
+    size = parse_size(value, what=what)
+    return tuple(size for _ in devices)
+
+
+def _settings(
+    initial_size: Size, maximum: Size, limit: Size, managed: bool,
+    devices: tuple[int, ...], frameworks: tuple[str, ...],
+) -> Settings:
+    settings = Settings(
+        devices=devices,
+        initial=_resolve_sizes(initial_size, devices, "initial_size"),
+        maximum=_resolve_sizes(maximum, devices, "maximum"),
+        limit=_resolve_sizes(limit, devices, "limit"),
+        managed=managed,
+        frameworks=frameworks,
+    )
+    for device, initial, top in zip(devices, settings.initial, settings.maximum, strict=True):
+        if initial is not None and top is not None and top < initial:
+            raise ConfigError(
+                f"maximum={maximum!r} ({top} bytes) is smaller than initial_size="
+                f"{initial_size!r} ({initial} bytes) on device {device}; raise maximum or "
+                "lower initial_size"
+            )
+    return settings
+
+
+def check_conflict(live: Settings, wanted: Settings) -> None:
+    """Raise :class:`ConfigError` if a second pool is requested with different settings."""
+    if live != wanted:
+        raise ConfigError(
+            "use_rmm_pool() was already called with different settings.\n"
+            f"  live pool: {live.describe()}\n"
+            f"  requested: {wanted.describe()}\n"
+            "Call pool.close() on the live pool first (or use the rmm_pool() context manager), "
+            "or call use_rmm_pool() with the same settings to get the live pool back."
+        )
+
+
+def use_rmm_pool(
+    initial_size: Size = None,
+    *,
+    maximum: Size = None,
+    limit: Size = None,
+    managed: bool = False,
+    devices: Devices = None,
+    frameworks: Iterable[str] | None = None,
+) -> Pool:
+    """Create an RMM pool and route every framework's GPU allocations through it.
+
+    *initial_size*, *maximum* and *limit* take bytes or strings like ``"8GiB"``, ``"512MB"``
+    or ``"50%"`` (of each device's total memory); ``initial_size=None`` is RMM's default
+    (half the free memory). *maximum* caps the pool's growth, *limit* caps the bytes
+    handed out. ``managed=True`` builds the pool on managed (oversubscribable) memory.
+    *devices*: None (the current device), ``"all"``, an int or a list of ints.
+    *frameworks*: names to route (``mempool.adapters.ADAPTERS``); None = every installed one.
+
+    Order: arguments are validated, then the CUDA device is checked (no device:
+    :class:`~mempool.errors.NoDeviceError`), then every framework is checked for order
+    problems (:class:`~mempool.errors.OrderError`); only then is anything changed, and if
+    a step fails everything done so far is undone. A second call with the same settings
+    returns the live pool; with different settings it raises
+    :class:`~mempool.errors.ConfigError`.
+    """
+    global _live, _pinned
+    for what, value in (("initial_size", initial_size), ("maximum", maximum), ("limit", limit)):
+        check_size_syntax(value, what=what)
+    if not isinstance(managed, bool):
+        raise ConfigError(f"managed={managed!r}: pass True or False")
+    chosen = adapters.select(frameworks)
+    names = tuple(a.NAME for a in chosen)
+    _import_rmm()
+    count = require_devices()
+    with _lock:
+        wanted = _settings(
+            initial_size, maximum, limit, managed, _resolve_devices(devices, count), names
+        )
+        if _live is not None:
+            check_conflict(_live.settings, wanted)
+            return _live
+        if _pinned is not None:
+            if _pinned.settings != wanted:
+                raise OrderError(
+                    f"{', '.join(_pinned.pinned_by)} still allocates from the closed pool "
+                    f"({_pinned.settings.describe()}) and cannot switch allocators in this "
+                    "process; call use_rmm_pool() with those same settings to re-open it, or "
+                    "start a new process for different settings"
+                )
+            for adapter in chosen:
+                adapter.check(wanted.devices)
+            _pinned.reinstall(chosen)
+            _live, _pinned = _pinned, None
+            return _live
+        for adapter in chosen:
+            adapter.check(wanted.devices)
+        stacks = activate(wanted)
+        try:
+            installed = adapters.install_all(chosen, {s.device: s.top for s in stacks})
+        except BaseException:
+            restore(stacks)
+            raise
+        _live = Pool(wanted, stacks, installed, on_close=_released)
+        return _live
+
+
+@contextmanager
+def rmm_pool(initial_size: Size = None, **kwargs: Any) -> Iterator[Pool]:
+    """``with rmm_pool("2GiB") as pool: ...``; on exit every previous allocator is back.
+
+    Takes the same arguments as :func:`use_rmm_pool`. If an equal pool is already live,
+    the block uses it and leaves it open.
+    """
+    before = _live
+    pool = use_rmm_pool(initial_size, **kwargs)
+    try:
+        yield pool
+    finally:
+        if pool is not before:
+            pool.close()

@@ -1,0 +1,83 @@
+"""``status()``: which frameworks are routed, and what the pool holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import adapters
+from .adapters import FrameworkStatus
+from .device import cuda_device_count
+from .sizes import format_size
+
+__all__ = ["StatusReport", "status"]
+
+
+@dataclass
+class StatusReport:
+    """A snapshot: CUDA devices, the pool (if any) with its statistics, each framework."""
+
+    cuda_devices: int
+    cuda: str
+    pool: str | None
+    pinned_by: tuple[str, ...]
+    statistics: dict[int, dict[str, Any]] = field(default_factory=dict)
+    frameworks: dict[str, FrameworkStatus] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        """True while a pool is live (or pinned)."""
+        return self.pool is not None
+
+    def routed(self) -> list[str]:
+        """Names of the frameworks whose allocations really go through RMM."""
+        return [name for name, s in self.frameworks.items() if s.routed]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "active": self.active,
+            "cuda_devices": self.cuda_devices,
+            "cuda": self.cuda,
+            "pool": self.pool,
+            "pinned_by": list(self.pinned_by),
+            "statistics": {str(d): s for d, s in self.statistics.items()},
+            "frameworks": {n: s.to_dict() for n, s in self.frameworks.items()},
+        }
+
+    def __str__(self) -> str:
+        lines = [f"CUDA: {self.cuda}"]
+        if self.pool is None:
+            lines.append("pool: none (use_rmm_pool() has not been called, or was closed)")
+        else:
+            pinned = f" [pinned by {', '.join(self.pinned_by)}]" if self.pinned_by else ""
+            lines.append(f"pool: {self.pool}{pinned}")
+            for device, s in self.statistics.items():
+                lines.append(
+                    f"  device {device}: pool {format_size(s['pool_bytes'])}, in use "
+                    f"{format_size(s['in_use_bytes'])}, peak {format_size(s['peak_bytes'])}, "
+                    f"{s['allocations']} live allocations ({s['total_allocations']} in total)"
+                )
+        lines.append("frameworks:")
+        width = max(len(n) for n in self.frameworks) if self.frameworks else 0
+        for name, s in self.frameworks.items():
+            lines.append(f"  {name:<{width}}  {s}")
+        return "\n".join(lines)
+
+
+def status() -> StatusReport:
+    """Report the pool and every framework's routing, read live; imports no framework."""
+    from .api import _pinned, current_pool
+
+    count, reason = cuda_device_count()
+    pool = current_pool() or _pinned
+    report = StatusReport(
+        cuda_devices=count,
+        cuda=reason,
+        pool=None if pool is None else pool.settings.describe(),
+        pinned_by=() if pool is None else pool.pinned_by,
+        frameworks=adapters.statuses(),
+    )
+    if pool is not None:
+        report.statistics = pool.statistics()
+    return report
