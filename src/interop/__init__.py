@@ -1,0 +1,42 @@
+"""interop: hand array buffers between frameworks without copying.
+
+>>> import interop
+>>> t = interop.to_framework(x, "torch")            # zero-copy whenever layouts allow
+>>> interop.explain(x, "jax")                        # the path, and why
+
+Importing interop imports no framework; each is touched only when a value of it is seen.
+The registry itself loads on first use of the API (PEP 562), so the import stays cheap.
+"""
+
+from __future__ import annotations
+
+from . import errors as errors
+from .errors import InteropError as InteropError
+from .errors import ZeroCopyError as ZeroCopyError
+
+__version__ = "0.1.0"
+
+_API = {"can_convert", "explain", "frameworks", "register_converter", "register_framework",
+        "shares_memory", "to_framework"}
+_PLAN = {"Plan", "Step"}
+
+__all__ = sorted(_API | _PLAN | {"InteropError", "ZeroCopyError", "errors"})
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from . import api
+
+        value = getattr(api, name)
+    elif name in _PLAN:
+        from . import plan
+
+        value = getattr(plan, name)
+    else:
+        raise AttributeError(f"module 'interop' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,116 @@
+"""The public calls: to_framework, explain, can_convert, shares_memory, frameworks."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .errors import InteropError
+from .frameworks import ADAPTERS
+from .frameworks.base import Adapter, Edge
+from .plan import Plan
+from .registry import Registry
+
+REGISTRY = Registry()
+for _adapter in ADAPTERS:
+    REGISTRY.add(_adapter)
+_PLANS = REGISTRY.plans
+
+
+def to_framework(x: Any, target: str, *, device: str | None = None, copy: bool | None = None,
+                 stream: Any = None) -> Any:
+    """Convert ``x`` to framework ``target``, without copying whenever the layouts allow.
+
+    ``copy=None`` copies only when it must (``explain`` says why), ``copy=False`` raises
+    :class:`~interop.errors.ZeroCopyError` instead, ``copy=True`` always returns a fresh
+    buffer. ``device=None`` keeps the data where it is; ``stream`` orders GPU work.
+    """
+    if stream is None:
+        try:
+            return _PLANS[(type(x), target, device, copy)](x)
+        except (KeyError, TypeError):
+            pass
+    return REGISTRY.runner(x, target, device, copy, stream)(x)
+
+
+def explain(x: Any, target: str, *, device: str | None = None,
+            copy: bool | None = None) -> Plan:
+    """The plan ``to_framework(x, target, ...)`` would follow: steps, zero-copy, reasons."""
+    return REGISTRY.explain(x, target, device, copy)
+
+
+def can_convert(x: Any, target: str, *, device: str | None = None,
+                copy: bool | None = None) -> bool:
+    """Whether ``to_framework(x, target, ...)`` would succeed; converts nothing."""
+    try:
+        return explain(x, target, device=device, copy=copy).supported
+    except InteropError:
+        return False
+
+
+def shares_memory(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device."""
+    va, vb = _view(a), _view(b)
+    if va is None or vb is None or va.device != vb.device:
+        return False
+    lo_a, hi_a = va.extent()
+    lo_b, hi_b = vb.extent()
+    return lo_a < hi_b and lo_b < hi_a
+
+
+def _view(x: Any):
+    try:
+        adapter = REGISTRY.adapters[REGISTRY.kind(x)]
+    except InteropError:
+        return None
+    if adapter.view is None:
+        return None
+    try:
+        return adapter.view(x)
+    except Exception:  # a value with no single buffer (nulls, chunks, sharded) shares none
+        return None
+
+
+def frameworks() -> list[dict[str, Any]]:
+    """Each known framework: importable, imported, version, devices, and what it speaks."""
+    import importlib.metadata
+    import importlib.util
+
+    out = []
+    for name, a in sorted(REGISTRY.adapters.items()):
+        if a.kind == "source" or name == "dlpack":
+            continue
+        spec = a.package in sys.modules or importlib.util.find_spec(a.package) is not None
+        version = None
+        if spec:
+            try:
+                version = importlib.metadata.version(a.package)
+            except importlib.metadata.PackageNotFoundError:
+                version = getattr(sys.modules.get(a.package), "__version__", None)
+        speaks = []
+        if a.export_dlpack is not None:
+            speaks.append("DLPack export")
+        if a.from_dlpack is not None:
+            speaks.append("DLPack import")
+        out.append({"name": name, "aliases": list(a.aliases), "importable": bool(spec),
+                    "imported": a.package in sys.modules, "version": version,
+                    "devices": list(a.devices), "protocols": speaks})
+    return out
+
+
+def register_converter(source: str, target: str, convert: Callable[[Any], Any], *,
+                       via: str = "custom", check: Callable[[Any], Any] | None = None,
+                       cost: float = 0.5) -> None:
+    """Add a conversion step between two registered frameworks.
+
+    ``check(x)`` returns ``None`` when ``convert`` is zero-copy for ``x``, or a
+    ``(verdict, reason)`` pair (verdicts in :mod:`interop.frameworks.base`). A lower
+    ``cost`` than the built-in paths (1 for a fast path, 2 for DLPack) makes it win.
+    """
+    REGISTRY.add_edge(Edge(source, target, via, convert, check=check, cost=cost))
+
+
+def register_framework(adapter: Adapter) -> None:
+    """Add a framework (an :class:`~interop.frameworks.base.Adapter`) to the registry."""
+    REGISTRY.add(adapter)

@@ -1,0 +1,39 @@
+"""The exceptions interop raises: every one is an InteropError and the builtin that fits."""
+
+from __future__ import annotations
+
+
+class InteropError(Exception):
+    """Base class of every error raised by interop."""
+
+
+class UnknownFrameworkError(InteropError, ValueError):
+    """A target name that no registered framework answers to."""
+
+
+class UnsupportedConversionError(InteropError, TypeError):
+    """No path exists between the source and the target (dtype, rank or kind unsupported)."""
+
+
+class ZeroCopyError(InteropError, BufferError):
+    """``copy=False`` was asked but the conversion needs a copy; the message says why."""
+
+
+class NullsError(InteropError, ValueError):
+    """An Arrow array or column holds nulls, which a dense buffer cannot represent."""
+
+
+class DeviceError(InteropError, ValueError):
+    """The requested device does not exist here or cannot be reached by the target."""
+
+
+class ProtocolError(InteropError, ValueError):
+    """A producer broke its protocol (DLPack, array interface, CUDA Array Interface, Arrow)."""
+
+
+class CapsuleConsumedError(ProtocolError, BufferError):
+    """A DLPack capsule was already consumed; a capsule can be imported once only."""
+
+
+class FrameworkMissingError(InteropError, ImportError):
+    """The target framework is not installed."""

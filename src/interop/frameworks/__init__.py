@@ -1,0 +1,21 @@
+"""One module per framework; adding one is a module and a line in ``ADAPTERS``.
+
+Order matters only for detection: specific frameworks first, the generic DLPack producer
+and buffer readers last.
+"""
+
+from __future__ import annotations
+
+from . import capsule, jax_, numpy_, pandas_, polars_, producer, pyarrow_, torch_
+
+ADAPTERS = [
+    numpy_.ADAPTER,
+    torch_.ADAPTER,
+    jax_.ADAPTER,
+    pyarrow_.ADAPTER,
+    pandas_.ADAPTER,
+    polars_.ADAPTER,
+    capsule.ADAPTER,
+    producer.PRODUCER,
+    producer.BUFFER,
+]

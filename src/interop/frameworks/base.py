@@ -1,0 +1,121 @@
+"""What a framework module declares: how to recognise its values and which edges it adds."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..view import BufferView
+
+Check = Callable[[Any], "tuple[str, str] | None"]
+"""A per-value check before an edge runs: ``None`` (zero-copy) or ``(verdict, reason)``.
+
+Verdicts: ``COPY_ROUTE`` (a fresh compact buffer avoids the obstacle), ``COPIES`` (the edge
+itself copies, e.g. bit-packing booleans) and ``UNSUPPORTED`` (no conversion exists).
+"""
+
+COPY_ROUTE = "copy"
+COPIES = "copies"
+UNSUPPORTED = "unsupported"
+NULLS = "nulls"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One conversion step from framework ``source`` to framework ``target``."""
+
+    source: str
+    target: str
+    via: str
+    convert: Callable[[Any], Any]
+    check: Check | None = None
+    hazard: Callable[[Any], str | None] | None = None
+    cost: float = 1.0
+    eafp: bool = False
+    """The converter raises ``NeedsCopy`` itself, so ``check`` only serves ``explain``."""
+
+
+@dataclass(frozen=True)
+class ConsumerRules:
+    """What a DLPack consumer needs to import a buffer without copying or crashing."""
+
+    negative_strides: bool = True
+    c_contiguous: bool = False
+    alignment: int = 1
+    versioned: bool = True
+    accepts: Callable[[str], str | None] | None = None
+    """Given a dtype string, why the consumer cannot hold it (``None``: it can)."""
+    name: str = ""
+
+
+def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | None:
+    """The first reason ``view`` cannot be handed to a consumer with ``rules`` as it is."""
+    if rules.accepts is not None:
+        why = rules.accepts(view.dtype)
+        if why:
+            return UNSUPPORTED, why
+    if not rules.negative_strides and view.has_negative_strides():
+        return COPY_ROUTE, (f"negative strides {view.strides}: {rules.name} cannot import them "
+                            "(torch.from_dlpack aborts the interpreter on them)")
+    if rules.c_contiguous:
+        reasons = view.layout_obstacles()
+        if reasons:
+            return COPY_ROUTE, f"{reasons[0]}: {rules.name} needs compact row-major buffers"
+    if rules.alignment > 1 and view.size and view.ptr % rules.alignment:
+        return COPY_ROUTE, (f"data pointer {view.ptr:#x} is not {rules.alignment}-byte aligned: "
+                            f"{rules.name} would copy it silently")
+    if not rules.versioned and view.readonly:
+        return COPY_ROUTE, (f"the source is read-only and {rules.name} takes legacy DLPack "
+                            "capsules only, which cannot carry the read-only flag")
+    return None
+
+
+@dataclass
+class Adapter:
+    """A framework as the registry sees it.
+
+    ``modules`` are the top-level module names of its value types; detection reads
+    ``type(x).__module__`` and ``sys.modules`` and never imports the framework.
+    """
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    package: str = ""
+    kind: str = "array"
+    devices: tuple[str, ...] = ("cpu",)
+    rules: ConsumerRules | None = None
+    readonly_results: bool = False
+    is_value: Callable[[Any], bool] = field(default=lambda x: False)
+    view: Callable[[Any], BufferView] | None = None
+    readonly: Callable[[Any], bool] = field(default=lambda x: False)
+    device: Callable[[Any], tuple[str, int]] = field(default=lambda x: ("cpu", 0))
+    to_numpy: Callable[[Any], Any] | None = None
+    """Any value to a host NumPy array, copying if it must (the copy route's first half)."""
+    export_dlpack: Callable[[Any], Any] | None = None
+    """A value to an object with ``__dlpack__``, or ``None`` when it exports no DLPack."""
+    dlpack_check: Callable[[Any, ConsumerRules], tuple[str, str] | None] | None = None
+    from_dlpack: Callable[[Any], Any] | None = None
+    dlpack_call: str = ""
+    """The consumer call named in plans, e.g. ``"torch.from_dlpack"``."""
+    dlpack_hazard: Callable[[Any], str | None] | None = None
+    exports_versioned_only: bool = False
+    per_value_kind: bool = False
+    """Values of one type may belong to this adapter or not (raw capsules): no type cache."""
+    consumable: bool = False
+    """Converting a value uses it up (a capsule); ``preview`` gives a NumPy view to inspect."""
+    preview: Callable[[Any], Any] | None = None
+    edges: Callable[[], list[Edge]] = field(default=lambda: [])
+
+    def owns(self, x: Any) -> bool:
+        if not self.modules:
+            return self.is_value(x)
+        mod = type(x).__module__.partition(".")[0]
+        return mod in self.modules and self.is_value(x)
+
+    def importable(self) -> bool:
+        import importlib.util
+
+        return self.package in sys.modules or importlib.util.find_spec(self.package) is not None

@@ -1,0 +1,68 @@
+"""A raw DLPack capsule, as a source (consumed once) and as a target (``"dlpack"``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocols import dlpack
+from .base import Adapter, ConsumerRules, Edge, view_obstacle
+
+
+def _is_value(x: Any) -> bool:
+    return dlpack.is_capsule(x) and dlpack._capsule_name(x) in (
+        b"dltensor", b"dltensor_versioned", b"used_dltensor", b"used_dltensor_versioned")
+
+
+def _view(c: Any):
+    return dlpack.inspect_capsule(c).view
+
+
+def _check(c: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+    return view_obstacle(_view(c), rules)
+
+
+def _preview(c: Any) -> Any:
+    """A NumPy view of the capsule's memory for inspection only; the capsule stays unused."""
+    import numpy as np
+
+    v = _view(c)
+    base = np.dtype(f"<u{v.itemsize}") if v.itemsize > 1 else np.dtype("u1")
+    holder = type("_Peek", (), {})()
+    holder.__array_interface__ = {"version": 3, "shape": v.shape, "typestr": base.str,
+                                  "strides": v.strides, "data": (v.ptr, v.readonly)}
+    arr = np.asarray(holder) if v.size else np.empty(v.shape, base)
+    return arr.view(dlpack.numpy_dtype(v.dtype))
+
+
+def _to_capsule(x: Any) -> Any:
+    return dlpack.export(x)
+
+
+def _edges() -> list[Edge]:
+    return [
+        Edge("dlpack", "numpy", "DLPack: interop capsule reader", dlpack.to_numpy, cost=1.0),
+        Edge("numpy", "dlpack", "ndarray.__dlpack__", _to_capsule),
+        Edge("torch", "dlpack", "Tensor.__dlpack__",
+             lambda t: dlpack.export(t.detach() if t.requires_grad else t)),
+        Edge("jax", "dlpack", "Array.__dlpack__", _to_capsule),
+    ]
+
+
+ADAPTER = Adapter(
+    name="dlpack",
+    aliases=("capsule", "dltensor"),
+    modules=("builtins",),
+    package="numpy",
+    is_value=_is_value,
+    view=_view,
+    readonly=lambda c: _view(c).readonly,
+    device=lambda c: _view(c).device,
+    to_numpy=dlpack.to_numpy,
+    export_dlpack=dlpack.CapsuleProducer,
+    dlpack_check=_check,
+    exports_versioned_only=True,
+    per_value_kind=True,
+    consumable=True,
+    preview=_preview,
+    edges=_edges,
+)

@@ -1,0 +1,71 @@
+"""NumPy: the CPU hub. Every CPU framework has an edge to and from it."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..protocols import array_interface, dlpack
+from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, view_obstacle
+
+# Type strings NumPy itself exports and imports over DLPack.
+DLPACK_DTYPES = frozenset({
+    "|b1", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8",
+    "<f2", "<f4", "<f8", "<c8", "<c16",
+})
+
+
+def _is_value(x: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+def view(x: Any):
+    """The :class:`BufferView` of a NumPy array."""
+    return array_interface.view_of_numpy(x)
+
+
+def _check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+    """Why ``x`` cannot go to a DLPack consumer with ``rules`` as it is (fast path first)."""
+    if type(x).__name__ == "MaskedArray":
+        return UNSUPPORTED, "a NumPy masked array would lose its mask: call .filled(value) first"
+    ts = dlpack.typestr_of(x.dtype)
+    if ts not in DLPACK_DTYPES:
+        return UNSUPPORTED, f"NumPy cannot export dtype {x.dtype} over DLPack"
+    flags = x.flags
+    if flags.c_contiguous and flags.writeable and flags.aligned and rules.alignment == 1:
+        acc = rules.accepts(ts) if rules.accepts else None
+        return (UNSUPPORTED, acc) if acc else None
+    if not flags.aligned:
+        return COPY_ROUTE, "the array is not aligned to its itemsize"
+    return view_obstacle(view(x), rules)
+
+
+def from_dlpack(producer: Any) -> Any:
+    """Import a DLPack producer into NumPy, taking bfloat16/float8 through ml_dtypes."""
+    import numpy as np
+
+    if isinstance(producer, dlpack.CapsuleProducer):
+        return dlpack.to_numpy(producer.__dlpack__(max_version=dlpack.MAX_VERSION))
+    try:
+        return np.from_dlpack(producer)
+    except (BufferError, TypeError, ValueError, RuntimeError):
+        return dlpack.to_numpy(dlpack.export(producer))
+
+
+ADAPTER = Adapter(
+    name="numpy",
+    aliases=("np", "ndarray"),
+    modules=("numpy",),
+    package="numpy",
+    rules=ConsumerRules(name="NumPy"),
+    readonly_results=True,
+    is_value=_is_value,
+    view=view,
+    readonly=lambda x: not x.flags.writeable,
+    to_numpy=lambda x: x,
+    export_dlpack=lambda x: x,
+    dlpack_check=_check,
+    from_dlpack=from_dlpack,
+    dlpack_call="numpy.from_dlpack",
+)

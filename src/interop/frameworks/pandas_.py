@@ -1,0 +1,100 @@
+"""pandas ``Series``: zero-copy over NumPy-backed data; nullable dtypes with NA refused."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..errors import NullsError, UnsupportedConversionError
+from ..view import BufferView
+from .base import COPIES, NULLS, UNSUPPORTED, Adapter, Edge
+
+_NUMERIC = set("?bBhHiIlLqQefdFD")
+
+
+def _is_value(x: Any) -> bool:
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(x, pd.Series)
+
+
+def check(s: Any) -> tuple[str, str] | None:
+    """Why the Series' values cannot be viewed as NumPy without a copy."""
+    import numpy as np
+
+    dt = s.dtype
+    if isinstance(dt, np.dtype):
+        if dt.char in _NUMERIC or dt.kind in "mM":
+            return None
+        return UNSUPPORTED, f"pandas Series {s.name!r} of dtype {dt} is not numeric"
+    na = int(s.isna().sum())
+    if na:
+        return NULLS, (f"pandas Series {s.name!r} ({dt}) holds {na} missing values: fill them "
+                       "first (s.fillna(value)) or pass copy=True (floating types get NaN)")
+    numpy_dt = getattr(dt, "numpy_dtype", None)
+    if numpy_dt is None or numpy_dt.char not in _NUMERIC:
+        return UNSUPPORTED, f"pandas Series {s.name!r} of dtype {dt} is not numeric"
+    return COPIES, f"pandas extension dtype {dt} keeps values and mask apart; to_numpy copies"
+
+
+def _to_numpy_view(s: Any) -> Any:
+    dt = s.dtype
+    numpy_dt = getattr(dt, "numpy_dtype", None)
+    if numpy_dt is not None and not isinstance(dt, type(numpy_dt)):
+        return s.to_numpy(dtype=numpy_dt)
+    return s.to_numpy()
+
+
+def to_numpy(s: Any) -> Any:
+    """The Series' values as NumPy, copying if it must; NA only where NaN can stand in."""
+    verdict = check(s)
+    if verdict is not None:
+        if verdict[0] == UNSUPPORTED:
+            raise UnsupportedConversionError(verdict[1])
+        if verdict[0] == NULLS:
+            numpy_dt = getattr(s.dtype, "numpy_dtype", None)
+            if numpy_dt is None or numpy_dt.kind not in "fc":
+                raise NullsError(verdict[1])
+            return s.to_numpy(dtype=numpy_dt, na_value=float("nan"))
+    return _to_numpy_view(s)
+
+
+def view(s: Any) -> BufferView:
+    """The :class:`BufferView` of the Series' NumPy values."""
+    from ..protocols.array_interface import view_of_numpy
+
+    return view_of_numpy(_to_numpy_view(s))
+
+
+def _np_check(a: Any) -> tuple[str, str] | None:
+    if a.ndim != 1:
+        return UNSUPPORTED, f"a pandas Series is one-dimensional; the array has shape {a.shape}"
+    if a.dtype.char not in _NUMERIC and a.dtype.kind not in "mM" or not a.dtype.isnative:
+        return UNSUPPORTED, f"pandas has no numeric dtype for {a.dtype}"
+    return None
+
+
+def _from_numpy(a: Any) -> Any:
+    import pandas as pd
+
+    return pd.Series(a, copy=False)
+
+
+def _edges() -> list[Edge]:
+    return [
+        Edge("pandas", "numpy", "Series.to_numpy()", _to_numpy_view, check=check),
+        Edge("numpy", "pandas", "pandas.Series(copy=False)", _from_numpy, check=_np_check),
+    ]
+
+
+ADAPTER = Adapter(
+    name="pandas",
+    aliases=("pd", "series"),
+    modules=("pandas",),
+    package="pandas",
+    is_value=_is_value,
+    view=view,
+    to_numpy=to_numpy,
+    edges=_edges,
+)
+
+

@@ -1,0 +1,85 @@
+"""Any other object: a DLPack producer, or a CPU buffer (array interface, buffer protocol).
+
+These are sources only; they are read through NumPy, which consumes both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocols import array_interface, dlpack
+from .base import Adapter, ConsumerRules, Edge, view_obstacle
+
+
+def _is_dlpack_producer(x: Any) -> bool:
+    return hasattr(type(x), "__dlpack__") and hasattr(type(x), "__dlpack_device__")
+
+
+def _is_buffer(x: Any) -> bool:
+    if hasattr(x, "__array_interface__"):
+        return True
+    try:
+        memoryview(x)
+    except TypeError:
+        return False
+    return True
+
+
+def _producer_view(x: Any):
+    return dlpack.inspect_capsule(dlpack.export(x)).view
+
+
+def _producer_check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+    dev = dlpack.device_of(x)
+    if dlpack.device_name(dev[0]) != "cpu":
+        return None
+    return view_obstacle(_producer_view(x), rules)
+
+
+def _to_numpy_checked(x: Any) -> Any:
+    import numpy as np
+
+    from .numpy_ import from_dlpack
+
+    dev = dlpack.device_of(x)
+    if dlpack.device_name(dev[0]) != "cpu":
+        from ..errors import DeviceError
+
+        raise DeviceError(f"{type(x).__name__} lives on device {dev}; NumPy reads host memory")
+    arr = from_dlpack(x)
+    if not isinstance(arr, np.ndarray):  # pragma: no cover
+        raise dlpack.ProtocolError(f"{type(x).__name__} did not give an array")
+    return arr
+
+
+def _buffer_to_numpy(x: Any) -> Any:
+    import numpy as np
+
+    if hasattr(x, "__array_interface__"):
+        array_interface.validate(x)
+    return np.asarray(x)
+
+
+PRODUCER = Adapter(
+    name="dlpack-producer",
+    kind="source",
+    modules=(),
+    package="numpy",
+    is_value=_is_dlpack_producer,
+    view=_producer_view,
+    to_numpy=_to_numpy_checked,
+    export_dlpack=lambda x: x,
+    dlpack_check=_producer_check,
+    edges=lambda: [Edge("dlpack-producer", "numpy", "numpy.from_dlpack", _to_numpy_checked)],
+)
+
+BUFFER = Adapter(
+    name="buffer",
+    kind="source",
+    modules=(),
+    package="numpy",
+    is_value=_is_buffer,
+    to_numpy=_buffer_to_numpy,
+    edges=lambda: [Edge("buffer", "numpy", "numpy.asarray (array interface / buffer protocol)",
+                        _buffer_to_numpy)],
+)

@@ -1,0 +1,192 @@
+"""PyTorch: ``torch.from_numpy`` / ``Tensor.numpy()`` fast paths, DLPack for the rest."""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from typing import Any
+
+from ..errors import UnsupportedConversionError
+from ..protocols import dlpack
+from ..view import BufferView
+from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge
+
+_NAMES = {
+    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+    "float16": "<f2", "float32": "<f4", "float64": "<f8",
+    "complex64": "<c8", "complex128": "<c16", "bfloat16": "bfloat16",
+    "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+    "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz",
+    "float8_e8m0fnu": "float8_e8m0fnu",
+}
+_BITS = {1: "|u1", 2: "<u2"}
+
+
+@cache
+def _tables() -> tuple[dict, dict]:
+    import torch
+
+    to_ts = {getattr(torch, n): ts for n, ts in _NAMES.items() if hasattr(torch, n)}
+    return to_ts, {ts: dt for dt, ts in to_ts.items()}
+
+
+def _is_value(x: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _accepts(ts: str) -> str | None:
+    if ts in _tables()[1]:
+        return None
+    return f"torch has no dtype {ts}"
+
+
+def view(t: Any) -> BufferView:
+    """The :class:`BufferView` of a tensor."""
+    ts = _tables()[0].get(t.dtype)
+    if ts is None:
+        raise UnsupportedConversionError(f"torch dtype {t.dtype} has no buffer view")
+    size = t.element_size()
+    dev = t.device
+    return BufferView(t.data_ptr(), tuple(t.shape), tuple(s * size for s in t.stride()), size,
+                      ts, (dev.type, dev.index or 0), False, t)
+
+
+def _device(t: Any) -> tuple[str, int]:
+    dev = t.device
+    return dev.type, dev.index or 0
+
+
+def _export(t: Any) -> Any:
+    return t.detach() if t.requires_grad else t
+
+
+def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+    if t.is_conj() or t.is_neg():
+        return COPY_ROUTE, "the tensor carries a lazy conjugate/negative bit; resolving it copies"
+    if rules.accepts is not None:
+        why = rules.accepts(_tables()[0].get(t.dtype, str(t.dtype)))
+        if why:
+            return UNSUPPORTED, why
+    if rules.c_contiguous and not t.is_contiguous():
+        return COPY_ROUTE, (f"strides {t.stride()} are not compact row-major: {rules.name} "
+                            "needs compact row-major buffers")
+    if rules.alignment > 1 and t.numel() and t.data_ptr() % rules.alignment:
+        return COPY_ROUTE, (f"data pointer {t.data_ptr():#x} is not {rules.alignment}-byte "
+                            f"aligned: {rules.name} would copy it silently")
+    return None
+
+
+def _from_dlpack(producer: Any) -> Any:
+    import torch
+
+    return torch.from_dlpack(producer)
+
+
+def _readonly_hazard(x: Any) -> str | None:
+    np = sys.modules.get("numpy")
+    ro = (np is not None and isinstance(x, np.ndarray) and not x.flags.writeable) or (
+        type(x).__module__.startswith(("jax", "jaxlib")))
+    if ro:
+        return ("torch tensors cannot be read-only: writes through the result change memory "
+                "the source treats as read-only/immutable")
+    return None
+
+
+# ---- numpy <-> torch fast paths -----------------------------------------------------
+
+def _np_check(a: Any) -> tuple[str, str] | None:
+    if a.dtype.kind == "V":
+        ts = dlpack.typestr_of(a.dtype)
+        return None if ts in _tables()[1] else (UNSUPPORTED, f"torch has no dtype {a.dtype}")
+    if a.dtype.char not in "?bBhHiIlLqQefdFD" or not a.dtype.isnative:
+        return UNSUPPORTED, f"torch has no dtype {a.dtype} (byte order {a.dtype.byteorder!r})"
+    if a.flags.c_contiguous:
+        return None
+    for n, s in zip(a.shape, a.strides):
+        if s < 0 and n > 1:
+            return COPY_ROUTE, (f"negative strides {a.strides}: torch has none (torch.from_dlpack "
+                                "aborts the interpreter on them)")
+    if not a.flags.aligned:
+        return COPY_ROUTE, "the array is not aligned to its itemsize"
+    return None
+
+
+def _from_numpy(a: Any) -> Any:
+    import torch
+
+    if a.dtype.kind == "V":
+        ts = dlpack.typestr_of(a.dtype)
+        return torch.from_numpy(a.view(_BITS[a.itemsize])).view(_tables()[1][ts])
+    return torch.from_numpy(a)
+
+
+def _tensor_check(t: Any) -> tuple[str, str] | None:
+    if t.device.type != "cpu":
+        return COPY_ROUTE, f"the tensor lives on {t.device}; NumPy reads host memory"
+    if t.is_conj() or t.is_neg():
+        return COPY_ROUTE, "the tensor carries a lazy conjugate/negative bit; resolving it copies"
+    if t.dtype not in _tables()[0]:
+        return UNSUPPORTED, f"NumPy has no dtype for torch {t.dtype}"
+    return None
+
+
+def _to_numpy_view(t: Any) -> Any:
+    try:
+        return t.numpy()
+    except (RuntimeError, TypeError):
+        pass
+    from ..registry import NeedsCopy
+
+    verdict = _tensor_check(t)
+    if verdict is not None:
+        raise NeedsCopy(*verdict)
+    t = t.detach()
+    ts = _tables()[0][t.dtype]
+    if ts.startswith(("bfloat", "float8")):
+        import torch
+
+        bits = torch.int16 if t.element_size() == 2 else torch.uint8
+        return t.view(bits).numpy().view(dlpack.numpy_dtype(ts))
+    return t.numpy()
+
+
+def _to_numpy(t: Any) -> Any:
+    t = t.detach().resolve_conj().resolve_neg().cpu()
+    return _to_numpy_view(t)
+
+
+def _grad_hazard(t: Any) -> str | None:
+    if getattr(t, "requires_grad", False):
+        return "the tensor requires grad: the result shares its memory but not its autograd graph"
+    return None
+
+
+def _edges() -> list[Edge]:
+    return [
+        Edge("numpy", "torch", "torch.from_numpy", _from_numpy, check=_np_check,
+             hazard=_readonly_hazard),
+        Edge("torch", "numpy", "Tensor.numpy()", _to_numpy_view, check=_tensor_check,
+             hazard=_grad_hazard, eafp=True),
+    ]
+
+
+ADAPTER = Adapter(
+    name="torch",
+    aliases=("pytorch", "pt"),
+    modules=("torch",),
+    package="torch",
+    devices=("cpu", "cuda"),
+    rules=ConsumerRules(negative_strides=False, accepts=_accepts, name="torch"),
+    is_value=_is_value,
+    view=view,
+    device=_device,
+    to_numpy=_to_numpy,
+    export_dlpack=_export,
+    dlpack_check=_dlpack_check,
+    from_dlpack=_from_dlpack,
+    dlpack_call="torch.from_dlpack",
+    dlpack_hazard=_readonly_hazard,
+    edges=_edges,
+)

@@ -1,0 +1,443 @@
+"""DLPack 1.x: device and dtype codes, export with version negotiation, capsule inspection.
+
+A capsule is read with ctypes without being consumed; :func:`to_numpy` consumes one
+itself (renaming it ``used_dltensor[_versioned]`` as the spec requires) so that dtypes
+NumPy's own ``from_dlpack`` refuses (bfloat16, float8) still arrive without a copy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CapsuleConsumedError, ProtocolError, UnsupportedConversionError
+from ..view import BufferView
+
+MAX_VERSION = (1, 1)
+"""The newest DLPack version interop asks producers for."""
+
+
+class Device(enum.IntEnum):
+    """``DLDeviceType`` codes (dlpack.h 1.1)."""
+
+    CPU = 1
+    CUDA = 2
+    CUDA_HOST = 3
+    OPENCL = 4
+    VULKAN = 7
+    METAL = 8
+    VPI = 9
+    ROCM = 10
+    ROCM_HOST = 11
+    EXT_DEV = 12
+    CUDA_MANAGED = 13
+    ONE_API = 14
+    WEBGPU = 15
+    HEXAGON = 16
+    MAIA = 17
+    TRN = 18
+
+
+class Code(enum.IntEnum):
+    """``DLDataTypeCode`` codes (dlpack.h 1.1)."""
+
+    INT = 0
+    UINT = 1
+    FLOAT = 2
+    OPAQUE_HANDLE = 3
+    BFLOAT = 4
+    COMPLEX = 5
+    BOOL = 6
+    FLOAT8_E3M4 = 7
+    FLOAT8_E4M3 = 8
+    FLOAT8_E4M3B11FNUZ = 9
+    FLOAT8_E4M3FN = 10
+    FLOAT8_E4M3FNUZ = 11
+    FLOAT8_E5M2 = 12
+    FLOAT8_E5M2FNUZ = 13
+    FLOAT8_E8M0FNU = 14
+    FLOAT6_E2M3FN = 15
+    FLOAT6_E3M2FN = 16
+    FLOAT4_E2M1FN = 17
+
+
+FLAG_READ_ONLY = 1 << 0
+FLAG_IS_COPIED = 1 << 1
+FLAG_IS_SUBBYTE_TYPE_PADDED = 1 << 2
+
+STREAM_LEGACY = 1
+"""CUDA legacy default stream, as ``__dlpack__(stream=1)`` names it."""
+STREAM_PER_THREAD = 2
+"""CUDA per-thread default stream."""
+STREAM_NO_SYNC = -1
+"""Ask the producer not to synchronise."""
+
+CUDA_LIKE = frozenset({Device.CUDA, Device.CUDA_MANAGED, Device.ROCM})
+
+# NumPy-style type string <-> (code, bits). Names without a byte order are ml_dtypes types.
+_TO_DL: dict[str, tuple[int, int]] = {
+    "|b1": (Code.BOOL, 8),
+    "|i1": (Code.INT, 8), "<i2": (Code.INT, 16), "<i4": (Code.INT, 32), "<i8": (Code.INT, 64),
+    "|u1": (Code.UINT, 8), "<u2": (Code.UINT, 16), "<u4": (Code.UINT, 32), "<u8": (Code.UINT, 64),
+    "<f2": (Code.FLOAT, 16), "<f4": (Code.FLOAT, 32), "<f8": (Code.FLOAT, 64),
+    "<c8": (Code.COMPLEX, 64), "<c16": (Code.COMPLEX, 128),
+    "bfloat16": (Code.BFLOAT, 16),
+    "float8_e3m4": (Code.FLOAT8_E3M4, 8),
+    "float8_e4m3": (Code.FLOAT8_E4M3, 8),
+    "float8_e4m3b11fnuz": (Code.FLOAT8_E4M3B11FNUZ, 8),
+    "float8_e4m3fn": (Code.FLOAT8_E4M3FN, 8),
+    "float8_e4m3fnuz": (Code.FLOAT8_E4M3FNUZ, 8),
+    "float8_e5m2": (Code.FLOAT8_E5M2, 8),
+    "float8_e5m2fnuz": (Code.FLOAT8_E5M2FNUZ, 8),
+    "float8_e8m0fnu": (Code.FLOAT8_E8M0FNU, 8),
+}
+_FROM_DL: dict[tuple[int, int], str] = {v: k for k, v in _TO_DL.items()}
+_SUBBYTE = {Code.FLOAT6_E2M3FN, Code.FLOAT6_E3M2FN, Code.FLOAT4_E2M1FN}
+
+
+def dtype_to_dl(typestr: str) -> tuple[int, int, int]:
+    """``(code, bits, lanes)`` for a NumPy type string or ml_dtypes name."""
+    try:
+        code, bits = _TO_DL[typestr]
+    except KeyError:
+        raise UnsupportedConversionError(
+            f"dtype {typestr!r} has no DLPack code; supported: {sorted(_TO_DL)}"
+        ) from None
+    return int(code), bits, 1
+
+
+def dtype_from_dl(code: int, bits: int, lanes: int) -> str:
+    """The NumPy type string (or ml_dtypes name) of a ``DLDataType``."""
+    if lanes != 1:
+        raise UnsupportedConversionError(
+            f"DLPack vector dtype (code={code}, bits={bits}, lanes={lanes}) is not supported"
+        )
+    if code in _SUBBYTE:
+        raise UnsupportedConversionError(
+            f"DLPack sub-byte dtype {Code(code).name} (bits={bits}) has no NumPy equivalent"
+        )
+    try:
+        return _FROM_DL[(code, bits)]
+    except KeyError:
+        name = Code(code).name if code in Code._value2member_map_ else str(code)
+        raise UnsupportedConversionError(
+            f"DLPack dtype code={name} bits={bits} is not supported"
+        ) from None
+
+
+def numpy_dtype(typestr: str) -> Any:
+    """The ``numpy.dtype`` for a type string, taking bfloat16/float8 from ml_dtypes."""
+    import numpy as np
+
+    if typestr[0] in "<>|=":
+        return np.dtype(typestr)
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise UnsupportedConversionError(
+            f"dtype {typestr} needs the ml_dtypes package in NumPy: pip install ml_dtypes"
+        ) from None
+    return np.dtype(getattr(ml_dtypes, typestr))
+
+
+def typestr_of(dtype: Any) -> str:
+    """The key of ``dtype`` in the DLPack table: ``"<f4"`` or an ml_dtypes name."""
+    if dtype.kind == "V" and dtype.names is None and dtype.type.__module__ == "ml_dtypes":
+        return dtype.name
+    return dtype.newbyteorder("<").str if dtype.byteorder != "|" else dtype.str
+
+
+def device_of(x: Any) -> tuple[int, int]:
+    """``__dlpack_device__()`` of ``x``, validated."""
+    try:
+        dev = x.__dlpack_device__()
+    except AttributeError:
+        raise ProtocolError(f"{type(x).__name__} has no __dlpack_device__") from None
+    if (not isinstance(dev, tuple) or len(dev) != 2
+            or not all(isinstance(v, int) for v in dev)):
+        raise ProtocolError(
+            f"{type(x).__name__}.__dlpack_device__() returned {dev!r}; "
+            "the spec requires a tuple (device_type, device_id) of two ints"
+        )
+    code, index = int(dev[0]), int(dev[1])
+    if code not in Device._value2member_map_:
+        raise ProtocolError(f"{type(x).__name__}.__dlpack_device__() names unknown device {code}")
+    return code, index
+
+
+def export(x: Any, *, stream: int | None = None, versioned: bool = True,
+           dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+    """Call ``x.__dlpack__``, asking for DLPack ``MAX_VERSION`` and falling back to legacy.
+
+    Legacy (unversioned) capsules are asked for when ``versioned`` is false, or when the
+    producer does not accept ``max_version`` (it raises ``TypeError``).
+    """
+    kw: dict[str, Any] = {}
+    if stream is not None:
+        kw["stream"] = stream
+    if versioned:
+        extra = dict(kw, max_version=MAX_VERSION)
+        if dl_device is not None:
+            extra["dl_device"] = dl_device
+        if copy is not None:
+            extra["copy"] = copy
+        try:
+            capsule = x.__dlpack__(**extra)
+        except TypeError:
+            capsule = x.__dlpack__(**kw)
+    else:
+        capsule = x.__dlpack__(**kw)
+    name = _capsule_name(capsule)
+    if name not in (b"dltensor", b"dltensor_versioned"):
+        raise ProtocolError(
+            f"{type(x).__name__}.__dlpack__() returned {_describe(capsule, name)}; "
+            "expected a capsule named 'dltensor' or 'dltensor_versioned'"
+        )
+    return capsule
+
+
+# ---- capsules, read with ctypes -------------------------------------------------------
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+class _DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64),
+                ("dl_tensor", _DLTensor)]
+
+
+_api = ctypes.pythonapi
+_api.PyCapsule_GetName.restype = ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.restype = ctypes.c_int
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+# PyCapsule_SetName keeps the pointer: these bytes live as long as the module.
+_USED = {b"dltensor": ctypes.c_char_p(b"used_dltensor"),
+         b"dltensor_versioned": ctypes.c_char_p(b"used_dltensor_versioned")}
+
+
+def is_capsule(x: Any) -> bool:
+    """True for any PyCapsule object."""
+    return type(x).__name__ == "PyCapsule" and type(x).__module__ == "builtins"
+
+
+def _capsule_name(capsule: Any) -> bytes | None:
+    if not is_capsule(capsule):
+        return None
+    return _api.PyCapsule_GetName(capsule)
+
+
+def _describe(obj: Any, name: bytes | None) -> str:
+    if name is None:
+        return f"a {type(obj).__name__}, not a capsule"
+    return f"a capsule named {name.decode(errors='replace')!r}"
+
+
+@dataclass(frozen=True)
+class CapsuleInfo:
+    """What a DLPack capsule holds, read without consuming it."""
+
+    view: BufferView
+    versioned: bool
+    version: tuple[int, int] | None
+    flags: int
+
+    @property
+    def device_type(self) -> int:
+        return _DEVICE_CODE[self.view.device[0]] if self.view.device[0] != "other" else 0
+
+
+_DEVICE_NAMES = {Device.CPU: "cpu", Device.CUDA_HOST: "cpu", Device.ROCM_HOST: "cpu",
+                 Device.CUDA: "cuda", Device.CUDA_MANAGED: "cuda", Device.ROCM: "rocm"}
+_DEVICE_CODE = {"cpu": Device.CPU, "cuda": Device.CUDA, "rocm": Device.ROCM}
+
+
+def device_name(code: int) -> str:
+    """``"cpu"``, ``"cuda"`` or ``"rocm"`` for a device code (``"other"`` otherwise)."""
+    return _DEVICE_NAMES.get(code, "other")
+
+
+def _managed(capsule: Any) -> tuple[bool, Any, int]:
+    name = _capsule_name(capsule)
+    if name in (b"used_dltensor", b"used_dltensor_versioned"):
+        raise CapsuleConsumedError(
+            "this DLPack capsule was already consumed; a capsule can be imported once only. "
+            "Call __dlpack__() on the producer again (or pass the producer itself)"
+        )
+    if name not in (b"dltensor", b"dltensor_versioned"):
+        raise ProtocolError(f"expected a DLPack capsule, got {_describe(capsule, name)}")
+    ptr = _api.PyCapsule_GetPointer(capsule, name)
+    if not ptr:
+        raise ProtocolError("DLPack capsule holds a NULL pointer")
+    versioned = name == b"dltensor_versioned"
+    struct = _DLManagedTensorVersioned if versioned else _DLManagedTensor
+    return versioned, struct.from_address(ptr), ptr
+
+
+def inspect_capsule(capsule: Any) -> CapsuleInfo:
+    """Shape, strides, dtype, device and flags of a capsule, leaving it unconsumed."""
+    versioned, mt, _ = _managed(capsule)
+    version = None
+    flags = 0
+    if versioned:
+        version = (mt.version.major, mt.version.minor)
+        if version[0] != 1:
+            raise ProtocolError(
+                f"DLPack capsule has version {version[0]}.{version[1]}; interop reads 1.x"
+            )
+        flags = int(mt.flags)
+    return CapsuleInfo(_tensor_view(mt.dl_tensor, flags), versioned, version, flags)
+
+
+def _tensor_view(t: _DLTensor, flags: int) -> BufferView:
+    ndim = t.ndim
+    if ndim < 0 or ndim > 64:
+        raise ProtocolError(f"DLPack tensor has ndim={ndim}")
+    typestr = dtype_from_dl(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    itemsize = t.dtype.bits // 8
+    shape = tuple(t.shape[i] for i in range(ndim)) if ndim else ()
+    if any(n < 0 for n in shape):
+        raise ProtocolError(f"DLPack tensor has a negative shape {shape}")
+    if ndim and t.strides:
+        strides = tuple(t.strides[i] * itemsize for i in range(ndim))
+    else:
+        strides = _c_strides(shape, itemsize)
+    size = 1
+    for n in shape:
+        size *= n
+    ptr = (t.data or 0) + t.byte_offset
+    if size and not t.data:
+        raise ProtocolError(f"DLPack tensor of shape {shape} has a NULL data pointer")
+    dev = device_name(t.device.device_type)
+    return BufferView(ptr, shape, strides, itemsize, typestr, (dev, t.device.device_id),
+                      bool(flags & FLAG_READ_ONLY))
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    from ..view import c_strides
+
+    return c_strides(shape, itemsize)
+
+
+class CapsuleProducer:
+    """Gives a raw capsule the ``__dlpack__``/``__dlpack_device__`` methods consumers call.
+
+    It hands its capsule out once; ``__dlpack__`` refuses a versioned capsule to a consumer
+    that did not pass ``max_version`` (the spec's rule), which raises ``BufferError``.
+    """
+
+    __slots__ = ("_capsule", "_device", "_versioned")
+
+    def __init__(self, capsule: Any) -> None:
+        info = inspect_capsule(capsule)
+        self._capsule = capsule
+        self._versioned = info.versioned
+        self._device = (int(_DEVICE_CODE.get(info.view.device[0], Device.CPU)),
+                        info.view.device[1])
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: Any = None) -> Any:
+        if copy:
+            raise BufferError("a raw DLPack capsule cannot be copied by its holder")
+        if self._versioned and max_version is None:
+            raise BufferError("this consumer takes legacy DLPack capsules only; "
+                              "the capsule is versioned (DLPack 1.x)")
+        capsule, self._capsule = self._capsule, None
+        if capsule is None:
+            raise BufferError("the DLPack capsule was already handed out")
+        return capsule
+
+
+class _Owner:
+    """Calls the DLPack deleter when the last array over the memory is gone."""
+
+    __slots__ = ("__array_interface__", "_deleter", "_ptr")
+
+    def __init__(self, interface: dict, deleter: int, ptr: int) -> None:
+        self.__array_interface__ = interface
+        self._deleter = deleter
+        self._ptr = ptr
+
+    def __del__(self) -> None:
+        if self._deleter:
+            _Deleter(self._deleter)(self._ptr)
+
+
+def to_numpy(capsule: Any) -> Any:
+    """Consume a CPU DLPack capsule into a NumPy array over the same memory, any dtype.
+
+    The array keeps the producer's memory alive and calls the deleter when freed; a
+    read-only capsule (DLPack 1.x flag) gives a read-only array.
+    """
+    import numpy as np
+
+    info = inspect_capsule(capsule)
+    view = info.view
+    if view.device[0] != "cpu":
+        raise ProtocolError(f"capsule lives on {view.device}; NumPy reads CPU memory only")
+    dtype = numpy_dtype(view.dtype)
+    name = _capsule_name(capsule)
+    _, mt, ptr = _managed(capsule)
+    if _api.PyCapsule_SetName(capsule, _USED[name]) != 0:  # pragma: no cover
+        raise ProtocolError("could not mark the DLPack capsule consumed")
+    base_type = np.dtype(f"<u{view.itemsize}") if view.itemsize > 1 else np.dtype("u1")
+    if dtype.kind == "b":
+        base_type = np.dtype("?")
+    interface = {
+        "version": 3,
+        "shape": view.shape,
+        "typestr": base_type.str,
+        "strides": view.strides,
+        "data": (view.ptr, view.readonly),
+    }
+    owner = _Owner(interface, mt.deleter or 0, ptr)
+    if view.size:
+        arr = np.asarray(owner)
+    else:
+        arr = np.empty(view.shape, base_type)
+        del owner  # nothing to view: release the producer's memory now
+    if dtype != base_type:
+        arr = arr.view(dtype)
+    if view.readonly:
+        arr.flags.writeable = False
+    return arr

@@ -1,0 +1,337 @@
+"""Finds and caches the path between two frameworks; runs it with the copy semantics.
+
+The registry decides, adapters execute: every conversion is a chain of :class:`Edge`
+steps found by a shortest-path search over the edges the framework modules declare
+plus the generic DLPack edges between every producer and consumer. Plans are built once
+per (source type, target, device, copy); a call is a dict lookup and the framework call.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .errors import (
+    DeviceError,
+    InteropError,
+    NullsError,
+    UnknownFrameworkError,
+    UnsupportedConversionError,
+    ZeroCopyError,
+)
+from .frameworks.base import COPIES, COPY_ROUTE, NULLS, UNSUPPORTED, Adapter, Edge
+from .host import fresh_copy
+from .plan import Plan, Step
+
+DLPACK_COST = 2.0
+LEGACY_PENALTY = 2.5
+
+
+class NeedsCopy(Exception):
+    """Raised by a converter that found, while converting, that it cannot stay zero-copy."""
+
+    def __init__(self, verdict: str, reason: str) -> None:
+        super().__init__(reason)
+        self.verdict = verdict
+        self.reason = reason
+
+
+class Registry:
+    """All adapters, their edges, and the plan cache."""
+
+    def __init__(self) -> None:
+        self.adapters: dict[str, Adapter] = {}
+        self._names: dict[str, str] = {}
+        self._direct: list[Edge] = []
+        self._routes: dict[tuple[str, str], list[Edge] | None] = {}
+        self._kinds: dict[type, str | None] = {}
+        self.plans: dict[tuple, Callable[[Any], Any]] = {}
+        self._lock = threading.RLock()
+
+    # ---- registration -------------------------------------------------------------
+    def add(self, adapter: Adapter) -> None:
+        """Register a framework (its names and its edges)."""
+        with self._lock:
+            self.adapters[adapter.name] = adapter
+            for n in (adapter.name, *adapter.aliases):
+                self._names[n.lower()] = adapter.name
+            self._direct.extend(adapter.edges())
+            self._invalidate()
+
+    def add_edge(self, edge: Edge) -> None:
+        """Register one conversion step; it wins over generic paths of higher cost."""
+        with self._lock:
+            for n in (edge.source, edge.target):
+                if n not in self.adapters:
+                    raise UnknownFrameworkError(f"unknown framework {n!r}; known: {self.known()}")
+            self._direct.append(edge)
+            self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._routes.clear()
+        self._kinds.clear()
+        self.plans.clear()
+
+    def known(self) -> list[str]:
+        return sorted(n for n, a in self.adapters.items() if a.kind != "source")
+
+    # ---- names and kinds ----------------------------------------------------------
+    def target(self, name: str) -> str:
+        """The canonical framework name for a target name or alias (case-insensitive)."""
+        if not isinstance(name, str):
+            raise UnknownFrameworkError(
+                f"target must be a framework name (str), got {type(name).__name__}; "
+                f"known: {self.known()}")
+        canon = self._names.get(name.lower())
+        if canon is None or self.adapters[canon].kind == "source":
+            aliases = {a: sorted(ad.aliases) for a, ad in self.adapters.items()
+                       if ad.kind != "source"}
+            raise UnknownFrameworkError(
+                f"unknown target framework {name!r}; known (with aliases): {aliases}")
+        return canon
+
+    def kind(self, x: Any) -> str:
+        """The adapter name owning ``x``; cached per type."""
+        tp = type(x)
+        try:
+            k = self._kinds[tp]
+        except KeyError:
+            k = next((a.name for a in self.adapters.values() if a.owns(x)), None)
+            if k is not None and not self.adapters[k].per_value_kind:
+                self._kinds[tp] = k
+        if k is None:
+            raise UnsupportedConversionError(
+                f"interop does not know how to read a {tp.__module__}.{tp.__qualname__}: it is "
+                "not an array of a known framework and speaks no DLPack, array interface or "
+                f"buffer protocol; known frameworks: {self.known()}")
+        return k
+
+    # ---- routes ---------------------------------------------------------------------
+    def _edges(self) -> list[Edge]:
+        out = list(self._direct)
+        for s in self.adapters.values():
+            if s.export_dlpack is None:
+                continue
+            for t in self.adapters.values():
+                if t.from_dlpack is None or t is s or t.rules is None:
+                    continue
+                cost = DLPACK_COST
+                if s.exports_versioned_only and not t.rules.versioned:
+                    cost += LEGACY_PENALTY
+                out.append(_dlpack_edge(s, t, cost))
+        return out
+
+    def route(self, source: str, target: str) -> list[Edge] | None:
+        """Cheapest chain of edges from ``source`` to ``target`` (``[]`` if the same)."""
+        key = (source, target)
+        if key in self._routes:
+            return self._routes[key]
+        if source == target:
+            return []
+        edges = self._edges()
+        out: dict[str, list[Edge]] = {}
+        for e in edges:
+            out.setdefault(e.source, []).append(e)
+        best: dict[str, float] = {source: 0.0}
+        queue: list[tuple[float, int, str, list[Edge]]] = [(0.0, 0, source, [])]
+        counter = 1
+        found = None
+        while queue:
+            cost, _, node, path = heapq.heappop(queue)
+            if node == target:
+                found = path
+                break
+            if cost > best.get(node, float("inf")):
+                continue
+            for e in out.get(node, []):
+                c = cost + e.cost
+                if c < best.get(e.target, float("inf")):
+                    best[e.target] = c
+                    heapq.heappush(queue, (c, counter, e.target, path + [e]))
+                    counter += 1
+        self._routes[key] = found
+        return found
+
+    # ---- running --------------------------------------------------------------------
+    def runner(self, x: Any, target: str, device: Any, copy: bool | None,
+               stream: Any) -> Callable[[Any], Any]:
+        """Build (and cache) the callable converting values of ``type(x)`` to ``target``."""
+        with self._lock:
+            src = self.kind(x)
+            tgt = self.target(target)
+            if copy not in (None, True, False):
+                raise InteropError(f"copy must be None, True or False, got {copy!r}")
+            adapter = self.adapters[src]
+            _check_device(adapter, x, self.adapters[tgt], device)
+            if stream is not None and adapter.device(x)[0] == "cpu":
+                raise InteropError(
+                    f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
+                    "work only; pass stream=None for CPU data")
+            fn = self._compile(src, tgt, copy)
+            if not adapter.per_value_kind:
+                self.plans[(type(x), target, device, copy)] = fn
+            return fn
+
+    def _compile(self, src: str, tgt: str, copy: bool | None) -> Callable[[Any], Any]:
+        edges = self.route(src, tgt)
+        if edges is None:
+            raise UnsupportedConversionError(f"no conversion path from {src} to {tgt}")
+        if copy is True:
+            return lambda x: self.copy_route(src, x, tgt)
+        if not edges:
+            return _identity
+        if len(edges) == 1 and edges[0].check is None and not edges[0].eafp:
+            return edges[0].convert
+
+        def run(x: Any) -> Any:
+            for e in edges:
+                if e.check is not None and not e.eafp:
+                    verdict = e.check(x)
+                    if verdict is not None:
+                        if verdict[0] == COPIES and copy is None:
+                            x = e.convert(x)
+                            continue
+                        return self.obstacle(verdict, e, x, tgt, copy)
+                try:
+                    x = e.convert(x)
+                except NeedsCopy as nc:
+                    return self.obstacle((nc.verdict, nc.reason), e, x, tgt, copy)
+            return x
+
+        return run
+
+    def obstacle(self, verdict: tuple[str, str], edge: Edge, x: Any, tgt: str,
+                 copy: bool | None) -> Any:
+        """Act on a failed zero-copy check: raise, or take the copy route when allowed."""
+        what, reason = verdict
+        where = f"{edge.source} -> {edge.target} ({edge.via})"
+        if what == UNSUPPORTED:
+            raise UnsupportedConversionError(f"{where}: {reason}")
+        if what == NULLS:
+            raise NullsError(f"{where}: {reason}")
+        if copy is False:
+            raise ZeroCopyError(f"copy=False but {where} needs a copy: {reason}")
+        if what == COPIES:
+            return self._finish(edge, edge.convert(x), tgt, copy)
+        return self.copy_route(edge.source, x, tgt)
+
+    def _finish(self, edge: Edge, x: Any, tgt: str, copy: bool | None) -> Any:
+        rest = self.route(edge.target, tgt)
+        return self._compile(edge.target, tgt, copy)(x) if rest else x
+
+    def copy_route(self, src: str, x: Any, tgt: str) -> Any:
+        """One copy: the value to host NumPy, into a fresh aligned buffer, then zero-copy on."""
+        arr = fresh_copy(self.adapters[src].to_numpy(x))
+        if tgt == "numpy":
+            return arr
+        edges = self.route("numpy", tgt)
+        if edges is None:
+            raise UnsupportedConversionError(f"no conversion path from numpy to {tgt}")
+        for e in edges:
+            verdict = e.check(arr) if e.check is not None else None
+            if verdict is not None and verdict[0] not in (COPIES,):
+                if verdict[0] == UNSUPPORTED:
+                    raise UnsupportedConversionError(
+                        f"{e.source} -> {e.target} ({e.via}): {verdict[1]}")
+                raise InteropError(  # pragma: no cover - a fresh buffer meets every rule
+                    f"internal: a fresh buffer still failed {e.via}: {verdict[1]}")
+            arr = e.convert(arr)
+        return arr
+
+    # ---- explaining -----------------------------------------------------------------
+    def explain(self, x: Any, target: str, device: Any = None,
+                copy: bool | None = None) -> Plan:
+        """The plan for this value: steps, zero-copy or not, reasons and hazards."""
+        src = self.kind(x)
+        tgt = self.target(target)
+        adapter = self.adapters[src]
+        _check_device(adapter, x, self.adapters[tgt], device)
+        edges = self.route(src, tgt)
+        if edges is None:
+            return Plan(src, tgt, (), False, (f"no conversion path from {src} to {tgt}",),
+                        (), supported=False)
+        if copy is True:
+            return self._copy_plan(src, tgt, ["copy=True asks for a fresh buffer"], [], [])
+        steps: list[Step] = []
+        reasons: list[str] = []
+        hazards: list[str] = []
+        zero_copy = True
+        v = x
+        for i, e in enumerate(edges):
+            if e.hazard is not None:
+                h = e.hazard(v)
+                if h:
+                    hazards.append(h)
+            verdict = e.check(v) if e.check is not None else None
+            if verdict is not None:
+                what, reason = verdict
+                if what in (UNSUPPORTED, NULLS):
+                    return Plan(src, tgt, tuple(steps), False, (reason,), tuple(hazards),
+                                supported=False, error=what)
+                reasons.append(reason)
+                zero_copy = False
+                if copy is False:
+                    return Plan(src, tgt, tuple(steps), False, tuple(reasons),
+                                tuple(hazards), supported=False, error="zero-copy")
+                if what == COPY_ROUTE:
+                    return self._copy_plan(e.source, tgt, reasons, hazards, steps,
+                                           origin=src)
+                steps.append(Step(e.source, e.target, e.via, copies=True))
+            else:
+                steps.append(Step(e.source, e.target, e.via))
+            if i + 1 < len(edges):
+                v = self.adapters[e.source].preview(v) if adapter.consumable and i == 0 \
+                    else e.convert(v)
+        if not edges:
+            steps.append(Step(src, tgt, "identity"))
+        return Plan(src, tgt, tuple(steps), zero_copy, tuple(reasons), tuple(hazards))
+
+    def _copy_plan(self, at: str, tgt: str, reasons: list[str], hazards: list[str],
+                   steps: list[Step], origin: str | None = None) -> Plan:
+        steps = list(steps)
+        if at != "numpy":
+            steps.append(Step(at, "numpy", "to host NumPy"))
+        steps.append(Step("numpy", "numpy", "fresh aligned copy", copies=True))
+        for e in self.route("numpy", tgt) or []:
+            steps.append(Step(e.source, e.target, e.via))
+        return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def _dlpack_edge(s: Adapter, t: Adapter, cost: float) -> Edge:
+    rules = t.rules
+    export, consume, check = s.export_dlpack, t.from_dlpack, s.dlpack_check
+
+    def convert(x: Any) -> Any:
+        return consume(export(x))
+
+    def verdict(x: Any) -> tuple[str, str] | None:
+        return check(x, rules) if check is not None else None
+
+    return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", convert,
+                check=verdict if check is not None else None, hazard=t.dlpack_hazard,
+                cost=cost)
+
+
+def _check_device(src: Adapter, x: Any, tgt: Adapter, device: Any) -> None:
+    if device is None:
+        return
+    if not isinstance(device, str):
+        raise DeviceError(f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}")
+    kind, _, index = device.lower().partition(":")
+    if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
+        raise DeviceError(f"unknown device {device!r}; use 'cpu', 'cuda' or 'cuda:N'")
+    have = src.device(x)
+    if have[0] == kind and (not index or int(index) == have[1]):
+        return
+    if kind not in tgt.devices:
+        raise DeviceError(f"{tgt.name} cannot hold data on {device!r} here "
+                          f"(it supports {list(tgt.devices)})")
+    raise DeviceError(
+        f"moving {src.name} data from {have[0]}:{have[1]} to {device!r} needs a CUDA device "
+        "and the GPU adapters; none is available on this machine")
