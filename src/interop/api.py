@@ -19,25 +19,26 @@ _PLANS = REGISTRY.plans
 
 
 def to_framework(x: Any, target: str, *, device: str | None = None, copy: bool | None = None,
-                 stream: Any = None) -> Any:
+                 stream: Any = None, **options: Any) -> Any:
     """Convert ``x`` to framework ``target``, without copying whenever the layouts allow.
 
     ``copy=None`` copies only when it must (``explain`` says why), ``copy=False`` raises
     :class:`~interop.errors.ZeroCopyError` instead, ``copy=True`` always returns a fresh
     buffer. ``device=None`` keeps the data where it is; ``stream`` orders GPU work.
+    ``options`` (``nulls=``, ``fill_value=``, ``columns=``) apply to tables and dataframes.
     """
-    if stream is None:
+    if stream is None and not options:
         try:
             return _PLANS[(type(x), target, device, copy)](x)
         except (KeyError, TypeError):
             pass
-    return REGISTRY.runner(x, target, device, copy, stream)(x)
+    return REGISTRY.runner(x, target, device, copy, stream, options)(x)
 
 
 def explain(x: Any, target: str, *, device: str | None = None,
-            copy: bool | None = None) -> Plan:
+            copy: bool | None = None, **options: Any) -> Plan:
     """The plan ``to_framework(x, target, ...)`` would follow: steps, zero-copy, reasons."""
-    return REGISTRY.explain(x, target, device, copy)
+    return REGISTRY.explain(x, target, device, copy, options)
 
 
 def can_convert(x: Any, target: str, *, device: str | None = None,

@@ -156,7 +156,7 @@ class Registry:
 
     # ---- running --------------------------------------------------------------------
     def runner(self, x: Any, target: str, device: Any, copy: bool | None,
-               stream: Any) -> Callable[[Any], Any]:
+               stream: Any, options: dict[str, Any] | None = None) -> Callable[[Any], Any]:
         """Build (and cache) the callable converting values of ``type(x)`` to ``target``."""
         with self._lock:
             src = self.kind(x)
@@ -164,6 +164,16 @@ class Registry:
             if copy not in (None, True, False):
                 raise InteropError(f"copy must be None, True or False, got {copy!r}")
             adapter = self.adapters[src]
+            if adapter.convert_table is not None:
+                conv, opts = adapter.convert_table, dict(options or {})
+                fn = lambda x: conv(x, tgt, copy=copy, device=device, **opts)  # noqa: E731
+                if not opts:
+                    self.plans[(type(x), target, device, copy)] = fn
+                return fn
+            if options:
+                raise InteropError(
+                    f"options {sorted(options)} apply to tables and dataframes, not to a "
+                    f"{src} value")
             _check_device(adapter, x, self.adapters[tgt], device)
             if stream is not None and adapter.device(x)[0] == "cpu":
                 raise InteropError(
@@ -242,11 +252,13 @@ class Registry:
 
     # ---- explaining -----------------------------------------------------------------
     def explain(self, x: Any, target: str, device: Any = None,
-                copy: bool | None = None) -> Plan:
+                copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
         """The plan for this value: steps, zero-copy or not, reasons and hazards."""
         src = self.kind(x)
         tgt = self.target(target)
         adapter = self.adapters[src]
+        if adapter.explain_table is not None:
+            return adapter.explain_table(x, tgt, copy=copy, **(options or {}))
         _check_device(adapter, x, self.adapters[tgt], device)
         edges = self.route(src, tgt)
         if edges is None:

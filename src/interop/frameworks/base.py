@@ -107,6 +107,11 @@ class Adapter:
     consumable: bool = False
     """Converting a value uses it up (a capsule); ``preview`` gives a NumPy view to inspect."""
     preview: Callable[[Any], Any] | None = None
+    convert_table: Callable[..., Any] | None = None
+    """For table kinds (``kind="table"``): ``(x, target, copy=, device=, **options)`` -> result.
+    Tables convert column by column, so they bypass the edge graph."""
+    explain_table: Callable[..., Any] | None = None
+    """For table kinds: ``(x, target, copy=, **options)`` -> :class:`~interop.plan.Plan`."""
     edges: Callable[[], list[Edge]] = field(default=lambda: [])
 
     def owns(self, x: Any) -> bool:
