@@ -1,0 +1,233 @@
+"""GPU behaviour of the pool; skipped with the reason where no CUDA device is present.
+
+Every test runs its scenario in a fresh interpreter: a pool is process-wide, and PyTorch
+can choose its allocator only once per process, so isolation keeps the tests independent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def _has_cuda() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any failure means no usable device
+        return False
+
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA device (none is visible)"),
+]
+
+MiB = 1 << 20
+
+
+def _run(code: str) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MEMPOOL_", "XLA_", "TF_FORCE"))}
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                            text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    if "skip" in out:
+        pytest.skip(out["skip"])
+    return out
+
+
+def test_cupy_and_numba_allocations_show_up_in_the_pool_and_close_restores() -> None:
+    out = _run(
+        """
+        import gc, json
+        import cupy, rmm.mr
+        from numba import cuda
+        from numba.cuda.cudadrv import driver
+        import mempool
+        cupy_before, numba_before = cupy.cuda.get_allocator(), driver._memory_manager
+        rmm_before = rmm.mr.get_per_device_resource(0)
+        pool = mempool.use_rmm_pool("64MiB", frameworks=["cupy", "numba"], devices=[0])
+        r = {"routed": mempool.status().routed()}
+        stats = lambda: pool.statistics()[0]
+        r["start"] = stats()
+        a = cupy.ones(4 << 20, dtype=cupy.uint8)
+        r["after_cupy"] = stats()
+        b = cuda.device_array(2 << 20, dtype="uint8")
+        r["after_numba"] = stats()
+        del a, b; gc.collect(); cupy.cuda.Device().synchronize()
+        r["after_free"] = stats()
+        r["same_pool"] = mempool.use_rmm_pool("64MiB", frameworks=["cupy", "numba"],
+                                              devices=[0]) is pool
+        try:
+            mempool.use_rmm_pool("128MiB", frameworks=["cupy", "numba"], devices=[0])
+        except mempool.ConfigError as e:
+            r["conflict"] = str(e)
+        pool.close()
+        r["restored"] = [cupy.cuda.get_allocator() is cupy_before,
+                         driver._memory_manager is numba_before,
+                         rmm.mr.get_per_device_resource(0) is rmm_before]
+        r["routed_after"] = mempool.status().routed()
+        print(json.dumps(r))
+        """
+    )
+    assert set(out["routed"]) - {"cudf"} == {"cupy", "numba"}  # cuDF, if installed, is native
+    assert out["start"]["pool_bytes"] == 64 * MiB
+    assert out["after_cupy"]["in_use_bytes"] - out["start"]["in_use_bytes"] >= 4 * MiB
+    assert out["after_numba"]["in_use_bytes"] - out["after_cupy"]["in_use_bytes"] >= 2 * MiB
+    assert out["after_numba"]["total_allocations"] >= out["start"]["total_allocations"] + 2
+    assert out["after_free"]["in_use_bytes"] == out["start"]["in_use_bytes"]
+    assert out["after_numba"]["peak_bytes"] >= 6 * MiB
+    assert out["same_pool"] is True
+    assert "already called with different settings" in out["conflict"]
+    assert out["restored"] == [True, True, True]
+    assert "cupy" not in out["routed_after"] and "numba" not in out["routed_after"]
+
+
+def test_torch_allocations_show_up_and_close_pins_the_pool() -> None:
+    out = _run(
+        """
+        import json, warnings
+        import torch
+        if not torch.cuda.is_available():
+            print(json.dumps({"skip": "this torch has no CUDA"})); raise SystemExit
+        import rmm.mr, mempool
+        pool = mempool.use_rmm_pool("64MiB", frameworks=["torch"], devices=[0])
+        r = {"status": str(mempool.status().frameworks["torch"])}
+        before = pool.statistics()[0]["in_use_bytes"]
+        x = torch.ones(1 << 20, device="cuda")  # 4 MiB of float32
+        r["delta"] = pool.statistics()[0]["in_use_bytes"] - before
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            pool.close()
+        r["warned"] = any("cannot switch" in str(m.message) for m in w)
+        r["pinned_by"] = list(pool.pinned_by)
+        r["still_pool"] = rmm.mr.get_per_device_resource(0) is pool.resource(0)
+        del x; torch.cuda.synchronize()
+        r["reopened"] = mempool.use_rmm_pool("64MiB", frameworks=["torch"], devices=[0]) is pool
+        print(json.dumps(r))
+        """
+    )
+    assert out["status"].startswith("routed:")
+    assert out["delta"] >= 4 * MiB
+    assert out["warned"] and out["pinned_by"] == ["torch"] and out["still_pool"]
+    assert out["reopened"] is True
+
+
+def test_torch_after_cuda_init_is_an_order_error_and_nothing_changes() -> None:
+    out = _run(
+        """
+        import json
+        import torch
+        if not torch.cuda.is_available():
+            print(json.dumps({"skip": "this torch has no CUDA"})); raise SystemExit
+        import cupy, rmm.mr, mempool
+        torch.zeros(1, device="cuda")
+        cupy_before, rmm_before = cupy.cuda.get_allocator(), rmm.mr.get_per_device_resource(0)
+        try:
+            mempool.use_rmm_pool("64MiB", frameworks=["cupy", "torch"])
+            r = {"error": None}
+        except mempool.OrderError as e:
+            r = {"error": str(e)}
+        r["untouched"] = [cupy.cuda.get_allocator() is cupy_before,
+                          rmm.mr.get_per_device_resource(0) is rmm_before,
+                          mempool.current_pool() is None]
+        print(json.dumps(r))
+        """
+    )
+    assert "call use_rmm_pool() before the first CUDA tensor" in out["error"]
+    assert out["untouched"] == [True, True, True]
+
+
+def test_jax_is_reported_not_routed() -> None:
+    out = _run(
+        """
+        import json, os
+        import mempool
+        pool = mempool.use_rmm_pool("64MiB", frameworks=["cupy", "jax"])
+        r = {"env": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE")}
+        import jax.numpy as jnp
+        jnp.ones(4).block_until_ready()
+        s = mempool.status().frameworks["jax"]
+        r["routed"], r["reason"] = s.routed, s.reason
+        pool.close()
+        r["env_after"] = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE")
+        print(json.dumps(r))
+        """
+    )
+    assert out["env"] == "false"
+    assert out["routed"] is False and out["reason"].startswith("no allocator hook")
+    assert out["env_after"] is None
+
+
+def test_context_manager_scopes_the_pool_and_percent_sizes() -> None:
+    out = _run(
+        """
+        import json
+        import cupy, mempool
+        from mempool.device import device_memory
+        before = cupy.cuda.get_allocator()
+        total = device_memory(0)[1]
+        with mempool.rmm_pool("5%", frameworks=["cupy"], devices=[0]) as pool:
+            r = {"inside": "cupy" in mempool.status().routed(),
+                 "initial": pool.settings.initial[0], "expected": total * 5 // 100 // 256 * 256}
+        r["after"] = cupy.cuda.get_allocator() is before and mempool.current_pool() is None
+        try:
+            mempool.use_rmm_pool("1MiB", devices=[999], frameworks=["cupy"])
+        except mempool.ConfigError as e:
+            r["bad_device"] = str(e)
+        print(json.dumps(r))
+        """
+    )
+    assert out["inside"] is True and out["after"] is True
+    assert out["initial"] == out["expected"]
+    assert "999 is not a visible CUDA device" in out["bad_device"]
+
+
+_PIPELINE = """
+import gc, json, sys
+import cupy
+from numba import cuda
+import mempool
+use_pool = sys.argv[1] == "pool"
+cupy.cuda.Device(0).use(); cuda.current_context()  # contexts first: not part of the pipeline
+def used():
+    free, total = cupy.cuda.runtime.memGetInfo(); return total - free
+base = used()
+pool = mempool.use_rmm_pool("96MiB", frameworks=["cupy", "numba"]) if use_pool else None
+a = cupy.ones(64 << 20, dtype=cupy.uint8)          # stage 1: CuPy, 64 MiB
+checksum = int(a[:1024].sum()); del a; gc.collect()
+b = cuda.device_array(64 << 20, dtype="uint8")      # stage 2: Numba, 64 MiB
+cuda.synchronize()
+r = {"device_used": used() - base}
+if pool is not None:
+    r["peak_bytes"] = pool.statistics()[0]["peak_bytes"]
+    r["pool_bytes"] = pool.statistics()[0]["pool_bytes"]
+print(json.dumps(r))
+"""
+
+
+def test_pipeline_peak_memory_with_and_without_the_pool() -> None:
+    def run(mode: str) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMPOOL_")}
+        result = subprocess.run([sys.executable, "-c", _PIPELINE, mode], capture_output=True,
+                                text=True, env=env, timeout=300)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    without, with_pool = run("plain"), run("pool")
+    # Without the pool CuPy keeps its freed 64 MiB cached while Numba takes another 64 MiB.
+    assert without["device_used"] >= 128 * MiB
+    # With the pool Numba reuses the block CuPy gave back: one 96 MiB pool covers both.
+    assert with_pool["pool_bytes"] == 96 * MiB
+    assert 64 * MiB <= with_pool["peak_bytes"] < 128 * MiB
+    assert with_pool["device_used"] < without["device_used"]
+    print(f"device memory used: without pool {without['device_used'] / MiB:.0f} MiB, "
+          f"with pool {with_pool['device_used'] / MiB:.0f} MiB")
