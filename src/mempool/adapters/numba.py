@@ -24,12 +24,14 @@ def _live_contexts() -> dict[int, Any]:
     devices = sys.modules.get(_DEVICES)
     if devices is None:
         return {}
-    gpus = devices._runtime.gpus
+    runtime = getattr(devices, "_runtime", None)
+    gpus = getattr(runtime, "gpus", None)
     contexts = {}
-    for gpu in gpus.__dict__.get("lst", ()):
-        context = getattr(gpu._device, "primary_context", None)
+    for gpu in getattr(gpus, "__dict__", {}).get("lst", ()):  # "lst" exists once Numba looked
+        device = getattr(gpu, "_device", gpu)
+        context = getattr(device, "primary_context", None)
         if context is not None:
-            contexts[gpu._device.id] = context
+            contexts[device.id] = context
     return contexts
 
 
