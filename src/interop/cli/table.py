@@ -1,0 +1,426 @@
+"""``python -m interop table``: the live conversion matrix of this machine.
+
+Every cell is a probe, never a guess: a deterministic sample (float32, 1024 elements,
+64-byte aligned) is built in the source framework, converted with
+:func:`interop.to_framework`, and the result is compared with the source by data
+pointers (:func:`interop.shares_memory`). The plan (:func:`interop.explain`) gives the
+reason for every copy; the raised :class:`~interop.errors.InteropError` gives the reason
+for every unsupported cell. Frameworks that are not installed, and GPU rows and columns
+on a machine without a CUDA device, say "not probed here".
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from . import cuda_devices
+
+CPU = ["numpy", "torch", "jax", "pyarrow", "pandas", "polars", "dlpack"]
+GPU = ["cupy", "numba", "cudf", "torch-cuda", "jax-gpu"]
+N = 1024
+SAMPLE = f"float32, {N} elements (0, 1, 2, ...), 64-byte aligned, C-contiguous"
+
+PACKAGES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "pyarrow": "pyarrow",
+            "pandas": "pandas", "polars": "polars", "dlpack": "numpy", "cupy": "cupy",
+            "numba": "numba", "cudf": "cudf", "torch-cuda": "torch", "jax-gpu": "jax"}
+
+ZERO_COPY, COPY, UNSUPPORTED, NOT_PROBED = "zero-copy", "copy", "unsupported", "not probed"
+
+Maker = Callable[[], "tuple[Any, Any]"]
+"""Builds a fresh sample: ``(value, origin)``; ``origin`` is what the result is compared
+with (the value itself, or the NumPy array behind a raw DLPack capsule)."""
+
+
+# ---- samples ----------------------------------------------------------------------------
+def _base(n: int = N, dtype: str = "float32") -> Any:
+    import numpy as np
+
+    from ..host import fresh_copy
+
+    return fresh_copy(np.arange(n, dtype=dtype))
+
+
+def _same(x: Any) -> tuple[Any, Any]:
+    return x, x
+
+
+def make_sample(name: str) -> tuple[Any, Any]:
+    """The probe sample of framework ``name`` (CPU frameworks and, with a GPU, GPU ones)."""
+    b = _base()
+    if name == "numpy":
+        return _same(b)
+    if name == "torch":
+        import torch
+
+        return _same(torch.from_numpy(b))
+    if name == "jax":
+        import jax.numpy as jnp
+
+        return _same(jnp.arange(N, dtype=jnp.float32))
+    if name == "pyarrow":
+        import pyarrow as pa
+
+        return _same(pa.array(b))
+    if name == "pandas":
+        import pandas as pd
+
+        return _same(pd.Series(b, copy=False))
+    if name == "polars":
+        import polars as pl
+        import pyarrow as pa
+
+        return _same(pl.Series("x", pa.array(b)))
+    if name == "dlpack":
+        return b.__dlpack__(), b
+    if name == "cupy":
+        import cupy
+
+        return _same(cupy.arange(N, dtype=cupy.float32))
+    if name == "numba":
+        from numba import cuda
+
+        return _same(cuda.to_device(b))
+    if name == "cudf":
+        import cudf
+
+        return _same(cudf.Series(b))
+    if name == "torch-cuda":
+        import torch
+
+        return _same(torch.arange(N, dtype=torch.float32, device="cuda"))
+    if name == "jax-gpu":
+        import jax
+
+        return _same(jax.device_put(b, jax.devices("gpu")[0]))
+    raise ValueError(f"no sample for {name!r}")
+
+
+def _misaligned() -> tuple[Any, Any]:
+    import numpy as np
+
+    raw = _base(N * 4 + 64, "uint8")
+    return _same(raw[4:4 + N * 4].view(np.float32))
+
+
+def _readonly() -> tuple[Any, Any]:
+    b = _base()
+    b.flags.writeable = False
+    return _same(b)
+
+
+def _arrow(kind: str) -> Callable[[], tuple[Any, Any]]:
+    def make() -> tuple[Any, Any]:
+        import pyarrow as pa
+
+        if kind == "nulls":
+            return _same(pa.array([1.0, None] * (N // 2), type=pa.float32()))
+        if kind == "chunked":
+            return _same(pa.chunked_array([pa.array(_base(N // 2)), pa.array(_base(N // 2))]))
+        return _same(pa.array(["a", "b"] * (N // 2)))
+
+    return make
+
+
+def _np(fn: Callable[[], Any]) -> Callable[[], tuple[Any, Any]]:
+    return lambda: _same(fn())
+
+
+def _fortran() -> Any:
+    import numpy as np
+
+    return np.asfortranarray(_base().reshape(32, 32))
+
+
+def _bool() -> Any:
+    import numpy as np
+
+    from ..host import fresh_copy
+
+    return fresh_copy(np.arange(N) % 3 == 0)
+
+
+LAYOUTS: list[tuple[str, str, Callable[[], tuple[Any, Any]]]] = [
+    ("numpy strided [::2]", "numpy", _np(lambda: _base(2 * N)[::2])),
+    ("numpy negative strides [::-1]", "numpy", _np(lambda: _base()[::-1])),
+    ("numpy misaligned (+4 bytes)", "numpy", _misaligned),
+    ("numpy read-only", "numpy", _readonly),
+    ("numpy Fortran-order 32x32", "numpy", _np(_fortran)),
+    ("numpy bool", "numpy", _np(_bool)),
+    ("numpy float64", "numpy", _np(lambda: _base(dtype="float64"))),
+    ("numpy complex64", "numpy", _np(lambda: _base(dtype="complex64"))),
+    ("pyarrow with nulls", "pyarrow", _arrow("nulls")),
+    ("pyarrow ChunkedArray, 2 chunks", "pyarrow", _arrow("chunked")),
+    ("pyarrow string", "pyarrow", _arrow("string")),
+]
+
+
+# ---- probing ----------------------------------------------------------------------------
+def _clean(text: str) -> str:
+    """A reason without run-specific details (addresses), on one line, without pipes."""
+    text = re.sub(r"0x[0-9a-fA-F]+", "0x...", str(text))
+    return " ".join(text.split()).replace("|", "/")
+
+
+def _installed(name: str) -> bool:
+    pkg = PACKAGES[name]
+    try:
+        return pkg in sys.modules or importlib.util.find_spec(pkg) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _cell(source: str, target: str, status: str, reason: str | None = None,
+          hazards: tuple[str, ...] = (), steps: tuple[str, ...] = (),
+          plan_agrees: bool = True) -> dict[str, Any]:
+    return {"source": source, "target": target, "status": status, "reason": reason,
+            "hazards": [_clean(h) for h in hazards], "steps": list(steps),
+            "plan_agrees": plan_agrees}
+
+
+def probe(source: str, target: str, make: Callable[[], tuple[Any, Any]]) -> dict[str, Any]:
+    """Convert a fresh sample of ``source`` to ``target`` and classify what happened."""
+    import interop
+    from interop.errors import InteropError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            plan = interop.explain(make()[0], target)
+        except InteropError as e:
+            return _cell(source, target, UNSUPPORTED, _clean(e))
+        steps = tuple(str(s) for s in plan.steps)
+        value, origin = make()
+        try:
+            result = interop.to_framework(value, target)
+        except InteropError as e:
+            return _cell(source, target, UNSUPPORTED, _clean(e), plan.hazards, steps,
+                         plan_agrees=not plan.supported)
+        except Exception as e:  # a framework error interop did not turn into its own
+            return _cell(source, target, UNSUPPORTED,
+                         _clean(f"the framework raised {type(e).__name__}: {e}"),
+                         plan.hazards, steps, plan_agrees=False)
+        shared = result is origin or interop.shares_memory(origin, result)
+    if shared:
+        return _cell(source, target, ZERO_COPY, None, plan.hazards, steps,
+                     plan_agrees=plan.zero_copy)
+    reason = "; ".join(_clean(r) for r in plan.reasons) or (
+        "the plan claimed zero-copy, but the result has its own buffer")
+    return _cell(source, target, COPY, reason, plan.hazards, steps,
+                 plan_agrees=not plan.zero_copy)
+
+
+def build(gpu: tuple[int, str] | None = None) -> dict[str, Any]:
+    """Probe every pair and every layout; a JSON-ready dict."""
+    import interop
+
+    n_gpu, gpu_reason = gpu if gpu is not None else cuda_devices()
+    versions = {f["name"]: f["version"] for f in interop.frameworks()}
+    pairs = []
+    for s in CPU + GPU:
+        for t in CPU + GPU:
+            pairs.append(_pair(s, t, n_gpu))
+    layouts = []
+    for label, source, make in LAYOUTS:
+        for t in CPU:
+            if not (_installed(source) and _installed(t)):
+                missing = source if not _installed(source) else t
+                cell = _cell(source, t, NOT_PROBED, f"{missing} is not installed")
+            else:
+                cell = probe(source, t, make)
+            cell["label"] = label
+            layouts.append(cell)
+    return {"generated_by": "python -m interop table", "sample": SAMPLE,
+            "versions": versions, "cuda": f"{n_gpu} device(s)" if n_gpu else "no CUDA device",
+            "cuda_detail": gpu_reason,
+            "sources": CPU + GPU, "targets": CPU + GPU, "pairs": pairs, "layouts": layouts}
+
+
+_GPU_TARGET = {"cupy": ("cupy", None), "numba": ("numba", None), "cudf": ("cudf", None),
+               "torch-cuda": ("torch", "cuda"), "jax-gpu": ("jax", "cuda")}
+
+
+def _pair(s: str, t: str, n_gpu: int) -> dict[str, Any]:
+    if (s in GPU or t in GPU) and not n_gpu:
+        return _cell(s, t, NOT_PROBED, "not probed here (no CUDA device)")
+    for name in (s, t):
+        if not _installed(name):
+            return _cell(s, t, NOT_PROBED, f"not probed here ({PACKAGES[name]} is not installed)")
+    if t in GPU:  # with a GPU: ask interop for the GPU framework / device, live
+        name, device = _GPU_TARGET[t]
+
+        def to_gpu(x: Any) -> Any:
+            import interop
+
+            return interop.to_framework(x, name, device=device)
+
+        return _probe_gpu(s, t, to_gpu)
+    return probe(s, t, lambda: make_sample(s))
+
+
+def _probe_gpu(s: str, t: str, convert: Callable[[Any], Any]) -> dict[str, Any]:
+    import interop
+
+    try:
+        value, origin = make_sample(s)
+        result = convert(value)
+    except Exception as e:
+        return _cell(s, t, UNSUPPORTED, _clean(f"{type(e).__name__}: {e}"))
+    if result is origin or interop.shares_memory(origin, result):
+        return _cell(s, t, ZERO_COPY)
+    return _cell(s, t, COPY, "the result has its own buffer (moving between devices copies)")
+
+
+# ---- rendering --------------------------------------------------------------------------
+LEGEND = [
+    ("zero-copy", "the result uses the source's buffer: proved by data pointers "
+                  "(`interop.shares_memory`) on a live sample"),
+    ("copy", "the conversion works but copies once; the note says why (from `interop.explain`)"),
+    ("unsupported", "`interop.to_framework` raises; the note is the error it raises"),
+    ("not probed", "the framework is not installed or needs a CUDA device this machine lacks; "
+                   "never a guess"),
+    ("hazard", "converts, but the plan records a hazard (a note says which)"),
+]
+
+
+class _Notes:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def ref(self, text: str) -> str:
+        if text not in self.texts:
+            self.texts.append(text)
+        return f"[^{self.texts.index(text) + 1}]"
+
+
+def _label(cell: dict[str, Any], notes: _Notes) -> str:
+    out = cell["status"]
+    if cell["reason"]:
+        out += " " + notes.ref(cell["reason"])
+    for h in cell["hazards"]:
+        out += " hazard " + notes.ref(h)
+    if not cell.get("plan_agrees", True):
+        out += " " + notes.ref("interop.explain predicted a different outcome for this cell "
+                               "than the probe observed (a bug: please report it)")
+    return out
+
+
+def _grid(rows: list[str], cols: list[str], cells: dict[tuple[str, str], str],
+          corner: str) -> list[str]:
+    out = ["| " + corner + " | " + " | ".join(cols) + " |",
+           "|" + "---|" * (len(cols) + 1)]
+    for r in rows:
+        out.append(f"| **{r}** | " + " | ".join(cells[(r, c)] for c in cols) + " |")
+    return out
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """The table as Markdown, with a legend and the reasons as footnotes."""
+    notes = _Notes()
+    vers = ", ".join(f"{k} {v}" for k, v in sorted(data["versions"].items()) if v)
+    lines = [
+        "# Conversion table",
+        "",
+        "<!-- Generated by `python -m interop table --markdown > conversion_table.md`. "
+        "Do not edit by hand: tests/test_table.py compares it with a fresh probe. -->",
+        "",
+        "Generated by `python -m interop table --markdown` from live probes on the machine "
+        "that ran it; run the command to see yours. Each cell converts a sample with "
+        "`interop.to_framework(x, target)` (default `copy=None`) and checks the result "
+        "against the source by data pointers.",
+        "",
+        f"- Sample: {data['sample']}.",
+        f"- Probed with: {vers}.",
+        f"- CUDA: {data['cuda']}.",
+        "",
+        "Legend:",
+        "",
+    ]
+    lines += [f"- **{k}**: {v}" for k, v in LEGEND]
+    lines += ["", "## Every pair", "", "Rows are sources, columns are targets.", ""]
+    cells = {(c["source"], c["target"]): _label(c, notes) for c in data["pairs"]}
+    lines += _grid(data["sources"], data["targets"], cells, "source \\ target")
+    lines += ["", "## Layouts and dtypes", "",
+              "The same probe with samples that are not plain aligned float32 vectors.", ""]
+    rows = list(dict.fromkeys(c["label"] for c in data["layouts"]))
+    cells = {(c["label"], c["target"]): _label(c, notes) for c in data["layouts"]}
+    lines += _grid(rows, CPU, cells, "sample \\ target")
+    lines += ["", "## Notes", ""]
+    lines += [f"[^{i}]: {t}" for i, t in enumerate(notes.texts, 1)]
+    return "\n".join(lines) + "\n"
+
+
+def text(data: dict[str, Any]) -> str:
+    """A plain-text grid for the terminal, notes numbered below it."""
+    notes = _Notes()
+    short = {ZERO_COPY: "zero-copy", COPY: "copy", UNSUPPORTED: "unsupported",
+             NOT_PROBED: "-"}
+
+    def lab(c: dict[str, Any]) -> str:
+        s = short[c["status"]]
+        if c["reason"] and c["status"] != NOT_PROBED:
+            s += notes.ref(c["reason"]).replace("[^", "[")
+        if c["hazards"]:
+            s += "!"
+        return s
+
+    out = []
+    for title, rows, cols, cells in (
+        ("sources (rows) -> targets (columns)", data["sources"], data["targets"],
+         {(c["source"], c["target"]): lab(c) for c in data["pairs"]}),
+        ("layouts and dtypes", list(dict.fromkeys(c["label"] for c in data["layouts"])), CPU,
+         {(c["label"], c["target"]): lab(c) for c in data["layouts"]}),
+    ):
+        w0 = max(len(r) for r in rows)
+        ws = [max(len(col), *(len(cells[(r, col)]) for r in rows)) for col in cols]
+        out += ["", title, " " * w0 + "  " + "  ".join(c.ljust(w) for c, w in zip(cols, ws))]
+        for r in rows:
+            out.append(r.ljust(w0) + "  "
+                       + "  ".join(cells[(r, c)].ljust(w) for c, w in zip(cols, ws)))
+    out += ["", f"CUDA: {data['cuda']} ('-' = not probed here). '!' = a hazard is recorded.",
+            "notes:"]
+    out += [f"  [{i}] {t}" for i, t in enumerate(notes.texts, 1)]
+    return "\n".join(out).lstrip("\n") + "\n"
+
+
+# ---- reading a rendered table back (for the test) ---------------------------------------
+def parse_markdown(md: str) -> dict[tuple[str, str, str], str]:
+    """``{(section, row, column): cell text with notes resolved}`` from :func:`markdown`."""
+    notes = dict(re.findall(r"^\[\^(\d+)\]: (.*)$", md, flags=re.M))
+    out: dict[tuple[str, str, str], str] = {}
+    section, cols = "", []
+    for line in md.splitlines():
+        if line.startswith("## "):
+            section, cols = line[3:].strip(), []
+        elif line.startswith("|") and not line.startswith("|---"):
+            parts = [p.strip() for p in line.strip().strip("|").split("|")]
+            if not cols:
+                cols = parts[1:]
+                continue
+            row = parts[0].strip("*")
+            for col, cell in zip(cols, parts[1:]):
+                out[(section, row, col)] = re.sub(
+                    r"\[\^(\d+)\]", lambda m: "(" + notes.get(m.group(1), "?") + ")", cell)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m interop table", description=__doc__.split("\n")[0])
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--markdown", action="store_true", help="Markdown with a legend and notes")
+    g.add_argument("--json", action="store_true", help="every cell as JSON")
+    args = p.parse_args(argv)
+    data = build()
+    if args.json:
+        print(json.dumps(data, indent=2))
+    elif args.markdown:
+        sys.stdout.write(markdown(data))
+    else:
+        sys.stdout.write(text(data))
+    return 0
