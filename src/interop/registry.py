@@ -27,6 +27,7 @@ from .plan import Plan, Step
 
 DLPACK_COST = 2.0
 LEGACY_PENALTY = 2.5
+HUB_BONUS = 0.1
 
 
 class NeedsCopy(Exception):
@@ -109,28 +110,35 @@ class Registry:
         return k
 
     # ---- routes ---------------------------------------------------------------------
-    def _edges(self) -> list[Edge]:
-        out = list(self._direct)
-        for s in self.adapters.values():
-            if s.export_dlpack is None:
-                continue
-            for t in self.adapters.values():
-                if t.from_dlpack is None or t is s or t.rules is None:
+    def _edges(self, device: str) -> list[Edge]:
+        out = [e for e in self._direct if e.device == device]
+        here = [a for a in self.adapters.values() if device in a.devices]
+        for s in here:
+            for t in here:
+                if t is s:
                     continue
-                cost = DLPACK_COST
-                if s.exports_versioned_only and not t.rules.versioned:
-                    cost += LEGACY_PENALTY
-                out.append(_dlpack_edge(s, t, cost))
+                if s.export_dlpack is not None and t.from_dlpack is not None and t.rules:
+                    cost = DLPACK_COST
+                    if s.exports_versioned_only and not t.rules.versioned:
+                        cost += LEGACY_PENALTY
+                    if s.hub or t.hub:
+                        cost -= HUB_BONUS
+                    out.append(_dlpack_edge(s, t, cost, device))
+                if device != "cpu" and s.export_cai is not None and t.from_cai is not None:
+                    out.append(_cai_edge(s, t, DLPACK_COST - HUB_BONUS * (s.hub or t.hub)))
         return out
 
-    def route(self, source: str, target: str) -> list[Edge] | None:
-        """Cheapest chain of edges from ``source`` to ``target`` (``[]`` if the same)."""
-        key = (source, target)
+    def route(self, source: str, target: str, device: str = "cpu") -> list[Edge] | None:
+        """Cheapest chain of edges from ``source`` to ``target`` on ``device`` (``[]``: same).
+
+        It needs no live value, so GPU plans can be inspected on a machine without a GPU.
+        """
+        key = (source, target, device)
         if key in self._routes:
             return self._routes[key]
         if source == target:
             return []
-        edges = self._edges()
+        edges = self._edges(device)
         out: dict[str, list[Edge]] = {}
         for e in edges:
             out.setdefault(e.source, []).append(e)
@@ -174,24 +182,55 @@ class Registry:
                 raise InteropError(
                     f"options {sorted(options)} apply to tables and dataframes, not to a "
                     f"{src} value")
-            _check_device(adapter, x, self.adapters[tgt], device)
-            if stream is not None and adapter.device(x)[0] == "cpu":
+            target_adapter = self.adapters[tgt]
+            have = adapter.device(x)
+            move = _device_move(adapter, have, target_adapter, device)
+            if stream is not None and have[0] == "cpu":
                 raise InteropError(
                     f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
                     "work only; pass stream=None for CPU data")
-            fn = self._compile(src, tgt, copy)
+            if move is not None:
+                return lambda x: self.move(src, x, tgt, move, copy)
+            if stream is not None:
+                return self._compile(src, tgt, copy, have[0], stream)
+            if adapter.gpu_present():
+                fn = self._dispatch(adapter, tgt, copy, device)
+            else:
+                fn = self._compile(src, tgt, copy, have[0])
             if not adapter.per_value_kind:
                 self.plans[(type(x), target, device, copy)] = fn
             return fn
 
-    def _compile(self, src: str, tgt: str, copy: bool | None) -> Callable[[Any], Any]:
-        edges = self.route(src, tgt)
+    def _dispatch(self, adapter: Adapter, tgt: str, copy: bool | None,
+                  device: Any) -> Callable[[Any], Any]:
+        """A plan that looks at each value's device (for frameworks on host and GPU)."""
+        fns: dict[str, Callable[[Any], Any]] = {}
+        target_adapter = self.adapters[tgt]
+
+        def run(x: Any) -> Any:
+            have = adapter.device(x)
+            fn = fns.get(have[0])
+            if fn is None:
+                move = _device_move(adapter, have, target_adapter, device)
+                if move is not None:
+                    return self.move(adapter.name, x, tgt, move, copy)
+                fn = fns[have[0]] = self._compile(adapter.name, tgt, copy, have[0])
+            return fn(x)
+
+        return run
+
+    def _compile(self, src: str, tgt: str, copy: bool | None, device: str = "cpu",
+                 stream: Any = None) -> Callable[[Any], Any]:
+        edges = self.route(src, tgt, device)
         if edges is None:
-            raise UnsupportedConversionError(f"no conversion path from {src} to {tgt}")
+            raise UnsupportedConversionError(
+                f"no conversion path from {src} to {tgt} on {device}")
         if copy is True:
-            return lambda x: self.copy_route(src, x, tgt)
+            return lambda x: self.copy_route(src, x, tgt, device)
         if not edges:
             return _identity
+        if stream is not None:
+            edges = [_with_stream(e, self.adapters, stream) for e in edges]
         if len(edges) == 1 and edges[0].check is None and not edges[0].eafp:
             return edges[0].convert
 
@@ -203,17 +242,17 @@ class Registry:
                         if verdict[0] == COPIES and copy is None:
                             x = e.convert(x)
                             continue
-                        return self.obstacle(verdict, e, x, tgt, copy)
+                        return self.obstacle(verdict, e, x, tgt, copy, device)
                 try:
                     x = e.convert(x)
                 except NeedsCopy as nc:
-                    return self.obstacle((nc.verdict, nc.reason), e, x, tgt, copy)
+                    return self.obstacle((nc.verdict, nc.reason), e, x, tgt, copy, device)
             return x
 
         return run
 
     def obstacle(self, verdict: tuple[str, str], edge: Edge, x: Any, tgt: str,
-                 copy: bool | None) -> Any:
+                 copy: bool | None, device: str = "cpu") -> Any:
         """Act on a failed zero-copy check: raise, or take the copy route when allowed."""
         what, reason = verdict
         where = f"{edge.source} -> {edge.target} ({edge.via})"
@@ -224,21 +263,25 @@ class Registry:
         if copy is False:
             raise ZeroCopyError(f"copy=False but {where} needs a copy: {reason}")
         if what == COPIES:
-            return self._finish(edge, edge.convert(x), tgt, copy)
-        return self.copy_route(edge.source, x, tgt)
+            return self._finish(edge, edge.convert(x), tgt, copy, device)
+        return self.copy_route(edge.source, x, tgt, device)
 
-    def _finish(self, edge: Edge, x: Any, tgt: str, copy: bool | None) -> Any:
-        rest = self.route(edge.target, tgt)
-        return self._compile(edge.target, tgt, copy)(x) if rest else x
+    def _finish(self, edge: Edge, x: Any, tgt: str, copy: bool | None, device: str) -> Any:
+        rest = self.route(edge.target, tgt, device)
+        return self._compile(edge.target, tgt, copy, device)(x) if rest else x
 
-    def copy_route(self, src: str, x: Any, tgt: str) -> Any:
-        """One copy: the value to host NumPy, into a fresh aligned buffer, then zero-copy on."""
-        arr = fresh_copy(self.adapters[src].to_numpy(x))
-        if tgt == "numpy":
+    def copy_route(self, src: str, x: Any, tgt: str, device: str = "cpu") -> Any:
+        """One copy into a fresh compact buffer on the hub (NumPy on the host, CuPy on a
+        GPU), then zero-copy on to the target."""
+        if device == "cpu":
+            hub, arr = "numpy", fresh_copy(self.adapters[src].to_numpy(x))
+        else:
+            hub, arr = "cupy", _cupy_fresh(self._compile(src, "cupy", None, device)(x))
+        if tgt == hub:
             return arr
-        edges = self.route("numpy", tgt)
+        edges = self.route(hub, tgt, device)
         if edges is None:
-            raise UnsupportedConversionError(f"no conversion path from numpy to {tgt}")
+            raise UnsupportedConversionError(f"no conversion path from {hub} to {tgt}")
         for e in edges:
             verdict = e.check(arr) if e.check is not None else None
             if verdict is not None and verdict[0] not in (COPIES,):
@@ -250,6 +293,19 @@ class Registry:
             arr = e.convert(arr)
         return arr
 
+    def move(self, src: str, x: Any, tgt: str, where: tuple[str, int],
+             copy: bool | None) -> Any:
+        """Copy a value to another device (``where``), as ``device=`` asked."""
+        if copy is False:
+            raise ZeroCopyError(
+                f"copy=False, but moving {src} data to {where[0]}:{where[1]} copies it")
+        arr = self.adapters[src].to_numpy(x)
+        if where[0] == "cpu":
+            return self.copy_route("numpy", arr, tgt) if copy else \
+                self._compile("numpy", tgt, None)(arr)
+        _require_cuda(where[1])
+        return self.adapters[tgt].to_device(arr, where[1])
+
     # ---- explaining -----------------------------------------------------------------
     def explain(self, x: Any, target: str, device: Any = None,
                 copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
@@ -259,13 +315,21 @@ class Registry:
         adapter = self.adapters[src]
         if adapter.explain_table is not None:
             return adapter.explain_table(x, tgt, copy=copy, **(options or {}))
-        _check_device(adapter, x, self.adapters[tgt], device)
-        edges = self.route(src, tgt)
+        have = adapter.device(x)
+        move = _device_move(adapter, have, self.adapters[tgt], device)
+        if move is not None:
+            return Plan(src, tgt, (Step(src, tgt, f"copy to {move[0]}:{move[1]}", True),),
+                        False, (f"device={device!r} moves the data from {have[0]}:{have[1]}",),
+                        supported=copy is not False, error=None if copy is not False
+                        else "zero-copy")
+        dev = have[0]
+        edges = self.route(src, tgt, dev)
         if edges is None:
             return Plan(src, tgt, (), False, (f"no conversion path from {src} to {tgt}",),
                         (), supported=False)
         if copy is True:
-            return self._copy_plan(src, tgt, ["copy=True asks for a fresh buffer"], [], [])
+            return self._copy_plan(src, tgt, ["copy=True asks for a fresh buffer"], [], [],
+                                   device=dev)
         steps: list[Step] = []
         reasons: list[str] = []
         hazards: list[str] = []
@@ -289,7 +353,7 @@ class Registry:
                                 tuple(hazards), supported=False, error="zero-copy")
                 if what == COPY_ROUTE:
                     return self._copy_plan(e.source, tgt, reasons, hazards, steps,
-                                           origin=src)
+                                           origin=src, device=dev)
                 steps.append(Step(e.source, e.target, e.via, copies=True))
             else:
                 steps.append(Step(e.source, e.target, e.via))
@@ -301,12 +365,13 @@ class Registry:
         return Plan(src, tgt, tuple(steps), zero_copy, tuple(reasons), tuple(hazards))
 
     def _copy_plan(self, at: str, tgt: str, reasons: list[str], hazards: list[str],
-                   steps: list[Step], origin: str | None = None) -> Plan:
+                   steps: list[Step], origin: str | None = None, device: str = "cpu") -> Plan:
         steps = list(steps)
-        if at != "numpy":
-            steps.append(Step(at, "numpy", "to host NumPy"))
-        steps.append(Step("numpy", "numpy", "fresh aligned copy", copies=True))
-        for e in self.route("numpy", tgt) or []:
+        hub = "numpy" if device == "cpu" else "cupy"
+        if at != hub:
+            steps.append(Step(at, hub, "to host NumPy" if hub == "numpy" else "to CuPy"))
+        steps.append(Step(hub, hub, "fresh aligned copy", copies=True))
+        for e in self.route(hub, tgt, device) or []:
             steps.append(Step(e.source, e.target, e.via))
         return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
@@ -315,7 +380,7 @@ def _identity(x: Any) -> Any:
     return x
 
 
-def _dlpack_edge(s: Adapter, t: Adapter, cost: float) -> Edge:
+def _dlpack_edge(s: Adapter, t: Adapter, cost: float, device: str = "cpu") -> Edge:
     rules = t.rules
     export, consume, check = s.export_dlpack, t.from_dlpack, s.dlpack_check
 
@@ -327,23 +392,94 @@ def _dlpack_edge(s: Adapter, t: Adapter, cost: float) -> Edge:
 
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", convert,
                 check=verdict if check is not None else None, hazard=t.dlpack_hazard,
-                cost=cost)
+                cost=cost, device=device)
 
 
-def _check_device(src: Adapter, x: Any, tgt: Adapter, device: Any) -> None:
-    if device is None:
-        return
+def _cai_edge(s: Adapter, t: Adapter, cost: float) -> Edge:
+    export, consume = s.export_cai, t.from_cai
+
+    def convert(x: Any) -> Any:
+        return consume(export(x))
+
+    return Edge(s.name, t.name, "CUDA Array Interface", convert, cost=cost, device="cuda")
+
+
+def _with_stream(e: Edge, adapters: dict[str, Adapter], stream: Any) -> Edge:
+    """The edge, exporting DLPack for the user's ``stream`` (CAI edges sync by themselves)."""
+    if not e.via.startswith("DLPack"):
+        return e
+    from dataclasses import replace
+
+    from .protocols import dlpack
+
+    export = adapters[e.source].export_dlpack
+    consume = adapters[e.target].from_dlpack
+    legacy = not adapters[e.target].rules.versioned
+
+    def convert(x: Any) -> Any:
+        cap = dlpack.export(export(x), stream=stream, versioned=not legacy)
+        return consume(dlpack.CapsuleProducer(cap))
+
+    return replace(e, convert=convert)
+
+
+def _cupy_fresh(x: Any) -> Any:
+    import cupy
+
+    return cupy.array(x, copy=True, order="C")
+
+
+def cuda_device_count() -> int:
+    """CUDA devices visible to CuPy, or torch; 0 when neither sees one (never raises)."""
+    import sys
+
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        pass
+    torch = sys.modules.get("torch")
+    try:
+        return int(torch.cuda.device_count()) if torch is not None else 0
+    except Exception:
+        return 0
+
+
+def _require_cuda(index: int) -> None:
+    n = cuda_device_count()
+    if index >= n:
+        have = f"{n} CUDA device(s)" if n else "no CUDA device"
+        raise DeviceError(f"device 'cuda:{index}' was asked for, but this machine has {have}; "
+                          "keep device=None or use 'cpu'")
+
+
+def _parse_device(device: str) -> tuple[str, int | None]:
     if not isinstance(device, str):
         raise DeviceError(f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}")
     kind, _, index = device.lower().partition(":")
     if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
         raise DeviceError(f"unknown device {device!r}; use 'cpu', 'cuda' or 'cuda:N'")
-    have = src.device(x)
-    if have[0] == kind and (not index or int(index) == have[1]):
-        return
-    if kind not in tgt.devices:
-        raise DeviceError(f"{tgt.name} cannot hold data on {device!r} here "
-                          f"(it supports {list(tgt.devices)})")
-    raise DeviceError(
-        f"moving {src.name} data from {have[0]}:{have[1]} to {device!r} needs a CUDA device "
-        "and the GPU adapters; none is available on this machine")
+    return kind, int(index) if index else None
+
+
+def _device_move(src: Adapter, have: tuple[str, int], tgt: Adapter,
+                 device: Any) -> tuple[str, int] | None:
+    """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay."""
+    if device is not None:
+        kind, index = _parse_device(device)
+        if kind == have[0] and (index is None or index == have[1]):
+            device = None
+        else:
+            if kind not in tgt.devices:
+                raise DeviceError(f"{tgt.name} cannot hold data on {device!r} "
+                                  f"(it supports {list(tgt.devices)})")
+            return kind, index or 0
+    if have[0] not in tgt.devices:
+        raise DeviceError(
+            f"the {src.name} value lives on {have[0]}:{have[1]} but {tgt.name} holds "
+            f"{' / '.join(tgt.devices)} memory only: pass device='cpu' to copy it to the host"
+            if tgt.devices == ("cpu",) else
+            f"the {src.name} value lives on {have[0]}:{have[1]}; {tgt.name} holds "
+            f"{list(tgt.devices)} memory: pass device=... to copy it")
+    return None

@@ -6,7 +6,19 @@ and buffer readers last.
 
 from __future__ import annotations
 
-from . import capsule, jax_, numpy_, pandas_, polars_, producer, pyarrow_, torch_
+from . import (
+    capsule,
+    cudf_,
+    cupy_,
+    jax_,
+    numba_,
+    numpy_,
+    pandas_,
+    polars_,
+    producer,
+    pyarrow_,
+    torch_,
+)
 
 ADAPTERS = [
     numpy_.ADAPTER,
@@ -15,6 +27,9 @@ ADAPTERS = [
     pyarrow_.ADAPTER,
     pandas_.ADAPTER,
     polars_.ADAPTER,
+    cupy_.ADAPTER,
+    numba_.ADAPTER,
+    cudf_.ADAPTER,
     capsule.ADAPTER,
     producer.PRODUCER,
     producer.BUFFER,

@@ -35,6 +35,8 @@ class Edge:
     cost: float = 1.0
     eafp: bool = False
     """The converter raises ``NeedsCopy`` itself, so ``check`` only serves ``explain``."""
+    device: str = "cpu"
+    """Where the step runs: ``"cpu"`` or ``"cuda"`` (both sides stay on that device)."""
 
 
 @dataclass(frozen=True)
@@ -102,17 +104,27 @@ class Adapter:
     """The consumer call named in plans, e.g. ``"torch.from_dlpack"``."""
     dlpack_hazard: Callable[[Any], str | None] | None = None
     exports_versioned_only: bool = False
+    hub: bool = False
+    """Paths through this framework win ties (NumPy on the host, CuPy on a GPU)."""
     per_value_kind: bool = False
     """Values of one type may belong to this adapter or not (raw capsules): no type cache."""
     consumable: bool = False
     """Converting a value uses it up (a capsule); ``preview`` gives a NumPy view to inspect."""
     preview: Callable[[Any], Any] | None = None
+    export_cai: Callable[[Any], Any] | None = None
+    """A device value to an object with ``__cuda_array_interface__`` (GPU only)."""
+    from_cai: Callable[[Any], Any] | None = None
+    """Wrap a CUDA Array Interface producer without copying (GPU only)."""
+    to_device: Callable[[Any, int], Any] | None = None
+    """A host NumPy array copied onto CUDA device ``index`` as this framework's value."""
+    gpu_present: Callable[[], bool] = field(default=lambda: False)
+    """Whether this framework can see a GPU now (if not, its values are all on the host)."""
     convert_table: Callable[..., Any] | None = None
     """For table kinds (``kind="table"``): ``(x, target, copy=, device=, **options)`` -> result.
     Tables convert column by column, so they bypass the edge graph."""
     explain_table: Callable[..., Any] | None = None
     """For table kinds: ``(x, target, copy=, **options)`` -> :class:`~interop.plan.Plan`."""
-    edges: Callable[[], list[Edge]] = field(default=lambda: [])
+    edges: Callable[[], list[Edge]] = field(default=list)
 
     def owns(self, x: Any) -> bool:
         if not self.modules:

@@ -135,6 +135,20 @@ def _jax_np_check(x: Any) -> tuple[str, str] | None:
     return None
 
 
+def _gpu_present() -> bool:
+    jax = sys.modules.get("jax")
+    try:
+        return bool(jax is not None and jax.devices()[0].platform != "cpu")
+    except Exception:
+        return False
+
+
+def _to_device(arr: Any, index: int) -> Any:
+    import jax
+
+    return jax.device_put(arr, jax.devices("gpu")[index])
+
+
 def _edges() -> list[Edge]:
     return [
         Edge("numpy", "jax", "jax.dlpack.from_dlpack", _np_to_jax, check=_np_to_jax_check,
@@ -160,5 +174,7 @@ ADAPTER = Adapter(
     from_dlpack=_from_dlpack,
     dlpack_call="jax.dlpack.from_dlpack",
     dlpack_hazard=_immutable_hazard,
+    to_device=_to_device,
+    gpu_present=_gpu_present,
     edges=_edges,
 )

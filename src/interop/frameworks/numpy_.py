@@ -58,6 +58,7 @@ ADAPTER = Adapter(
     aliases=("np", "ndarray"),
     modules=("numpy",),
     package="numpy",
+    hub=True,
     rules=ConsumerRules(name="NumPy"),
     readonly_results=True,
     is_value=_is_value,

@@ -84,6 +84,27 @@ def _from_dlpack(producer: Any) -> Any:
     return torch.from_dlpack(producer)
 
 
+def _gpu_present() -> bool:
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def _from_cai(obj: Any) -> Any:
+    import torch
+
+    from ..protocols import cai
+
+    view = cai.validate(cai.interface_of(obj), who=type(obj).__name__)
+    return torch.as_tensor(obj, device=f"cuda:{view.device[1]}")
+
+
+def _to_device(arr: Any, index: int) -> Any:
+    return _from_numpy(arr).to(f"cuda:{index}")
+
+
 def _readonly_hazard(x: Any) -> str | None:
     np = sys.modules.get("numpy")
     ro = (np is not None and isinstance(x, np.ndarray) and not x.flags.writeable) or (
@@ -188,5 +209,9 @@ ADAPTER = Adapter(
     from_dlpack=_from_dlpack,
     dlpack_call="torch.from_dlpack",
     dlpack_hazard=_readonly_hazard,
+    export_cai=lambda t: _export(t),
+    from_cai=_from_cai,
+    to_device=_to_device,
+    gpu_present=_gpu_present,
     edges=_edges,
 )

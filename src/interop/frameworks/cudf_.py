@@ -1,0 +1,59 @@
+"""cuDF ``Series``/``Index`` columns, through their CUDA Array Interface; nulls refused."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..errors import NullsError
+from ..protocols import cai
+from ..view import BufferView
+from .base import Adapter
+
+
+def _is_value(x: Any) -> bool:
+    cudf = sys.modules.get("cudf")
+    return cudf is not None and isinstance(x, (cudf.Series, cudf.Index))
+
+
+def _export_cai(s: Any) -> Any:
+    if s.null_count:
+        raise NullsError(f"cuDF column {s.name!r} holds {s.null_count} nulls, which a dense "
+                         "device buffer cannot represent: s.fillna(value) first")
+    return s
+
+
+def view(s: Any) -> BufferView:
+    """The :class:`BufferView` of the column's values."""
+    return cai.validate(_export_cai(s).__cuda_array_interface__, who="cudf.Series")
+
+
+def from_cai(obj: Any) -> Any:
+    """A cuDF Series over a CAI producer's memory."""
+    import cudf
+
+    cai.validate(cai.interface_of(obj), who=type(obj).__name__)
+    return cudf.Series(obj)
+
+
+def to_device(arr: Any, index: int) -> Any:
+    """A host NumPy array copied into a cuDF Series on the current device."""
+    import cudf
+
+    return cudf.Series(arr)
+
+
+ADAPTER = Adapter(
+    name="cudf",
+    aliases=("cudf.series",),
+    modules=("cudf",),
+    package="cudf",
+    devices=("cuda",),
+    is_value=_is_value,
+    view=view,
+    device=lambda s: ("cuda", 0),
+    to_numpy=lambda s: _export_cai(s).to_numpy(),
+    export_cai=_export_cai,
+    from_cai=from_cai,
+    to_device=to_device,
+)
