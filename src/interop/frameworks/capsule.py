@@ -26,7 +26,7 @@ def _preview(c: Any) -> Any:
     import numpy as np
 
     v = _view(c)
-    base = np.dtype(f"<u{v.itemsize}") if v.itemsize > 1 else np.dtype("u1")
+    base = dlpack.carrier_dtype(v.itemsize)
     holder = type("_Peek", (), {})()
     holder.__array_interface__ = {"version": 3, "shape": v.shape, "typestr": base.str,
                                   "strides": v.strides, "data": (v.ptr, v.readonly)}

@@ -52,6 +52,9 @@ def to_numpy(s: Any) -> Any:
 
 def view(s: Any) -> BufferView:
     """The :class:`BufferView` of the Series' values buffer."""
+    if s.dtype == sys.modules["polars"].Boolean:
+        # unpacking bits makes a temporary copy: its pointer says nothing about s's memory
+        raise UnsupportedConversionError(f"polars Series {s.name!r}: booleans are bit-packed")
     from ..protocols.array_interface import view_of_numpy
 
     v = view_of_numpy(_to_numpy_view(s))

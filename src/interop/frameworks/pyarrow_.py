@@ -71,6 +71,11 @@ def to_numpy(x: Any) -> Any:
 
 def view(x: Any) -> BufferView:
     """The :class:`BufferView` of the values buffer of a fixed-width array."""
+    if sys.modules["pyarrow"].types.is_boolean(x.type):
+        # unpacking bits makes a temporary copy: its pointer says nothing about x's memory
+        from ..errors import UnsupportedConversionError
+
+        raise UnsupportedConversionError(f"{describe(x)}: booleans are bit-packed, no byte view")
     arr = _to_numpy_view(x)
     from ..protocols.array_interface import view_of_numpy
 

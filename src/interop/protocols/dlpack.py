@@ -388,6 +388,14 @@ class CapsuleProducer:
         return capsule
 
 
+def carrier_dtype(itemsize: int) -> Any:
+    """A plain NumPy dtype of ``itemsize`` bytes to view raw memory with (``|V16``: no u16)."""
+    import numpy as np
+
+    return np.dtype(f"<u{itemsize}") if itemsize in (2, 4, 8) else np.dtype(
+        "u1" if itemsize == 1 else f"|V{itemsize}")
+
+
 class _Owner:
     """Calls the DLPack deleter when the last array over the memory is gone."""
 
@@ -420,7 +428,7 @@ def to_numpy(capsule: Any) -> Any:
     _, mt, ptr = _managed(capsule)
     if _api.PyCapsule_SetName(capsule, _USED[name]) != 0:  # pragma: no cover
         raise ProtocolError("could not mark the DLPack capsule consumed")
-    base_type = np.dtype(f"<u{view.itemsize}") if view.itemsize > 1 else np.dtype("u1")
+    base_type = carrier_dtype(view.itemsize)
     if dtype.kind == "b":
         base_type = np.dtype("?")
     interface = {
