@@ -16,11 +16,11 @@ from .errors import ZeroCopyError as ZeroCopyError
 
 __version__ = "0.1.0"
 
-_API = {"can_convert", "explain", "frameworks", "register_converter", "register_framework",
+_API = {"can_convert", "explain", "register_converter", "register_framework",
         "shares_memory", "to_framework"}
 _PLAN = {"Plan", "Step"}
 
-__all__ = sorted(_API | _PLAN | {"InteropError", "ZeroCopyError", "errors"})
+__all__ = sorted(_API | _PLAN | {"InteropError", "ZeroCopyError", "errors", "frameworks"})
 
 
 def __getattr__(name: str):
@@ -28,6 +28,11 @@ def __getattr__(name: str):
         from . import api
 
         value = getattr(api, name)
+    elif name == "frameworks":
+        # The subpackage of adapters; calling it lists the frameworks (api.frameworks).
+        from . import api, frameworks
+
+        value = frameworks
     elif name in _PLAN:
         from . import plan
 

@@ -6,6 +6,10 @@ and buffer readers last.
 
 from __future__ import annotations
 
+import sys
+import types
+from typing import Any
+
 from . import (
     capsule,
     cudf_,
@@ -34,3 +38,15 @@ ADAPTERS = [
     producer.PRODUCER,
     producer.BUFFER,
 ]
+
+
+class _CallableModule(types.ModuleType):
+    """``interop.frameworks()`` lists the frameworks; the package keeps its modules."""
+
+    def __call__(self) -> list[dict[str, Any]]:
+        from ..api import frameworks
+
+        return frameworks()
+
+
+sys.modules[__name__].__class__ = _CallableModule

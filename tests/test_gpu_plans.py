@@ -1,0 +1,97 @@
+"""GPU plan selection and device requests, checked on the CPU without a live GPU value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import interop
+from interop.api import REGISTRY
+from interop.errors import DeviceError, InteropError, ZeroCopyError
+
+GPU = ["cupy", "numba", "cudf", "torch", "jax"]
+
+
+def path(src, tgt):
+    return [(e.source, e.target, e.via.split(":")[0]) for e in REGISTRY.route(src, tgt, "cuda")]
+
+
+@pytest.mark.parametrize("src", GPU)
+@pytest.mark.parametrize("tgt", GPU)
+def test_every_gpu_pair_has_a_device_path(src, tgt):
+    route = REGISTRY.route(src, tgt, "cuda")
+    assert route is not None
+    assert all(e.device == "cuda" for e in route)
+    assert len(route) <= 2
+
+
+def test_cai_only_to_dlpack_only_goes_through_the_cupy_hub():
+    assert path("numba", "jax") == [("numba", "cupy", "CUDA Array Interface"),
+                                    ("cupy", "jax", "DLPack")]
+    assert path("jax", "numba") == [("jax", "cupy", "DLPack"),
+                                    ("cupy", "numba", "CUDA Array Interface")]
+
+
+def test_direct_protocols_win_over_the_hub():
+    assert path("torch", "jax") == [("torch", "jax", "DLPack")]
+    assert path("cudf", "torch") == [("cudf", "torch", "CUDA Array Interface")]
+    assert path("numba", "cudf") == [("numba", "cudf", "CUDA Array Interface")]
+
+
+@pytest.mark.parametrize("tgt", ["numpy", "pyarrow", "pandas", "polars"])
+def test_host_only_frameworks_have_no_device_path(tgt):
+    assert REGISTRY.route("cupy", tgt, "cuda") is None
+
+
+def test_cpu_routes_do_not_use_gpu_frameworks():
+    for src in ("numpy", "torch", "jax", "pyarrow"):
+        for tgt in ("numpy", "torch", "jax", "pyarrow"):
+            for e in REGISTRY.route(src, tgt, "cpu"):
+                assert e.source not in ("cupy", "numba", "cudf")
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", "cuda:3"])
+def test_host_to_device_without_gpu_is_a_clear_device_error(device):
+    with pytest.raises(DeviceError, match="no CUDA device"):
+        interop.to_framework(np.arange(4.0), "torch", device=device)
+
+
+def test_device_request_names_bad_strings():
+    with pytest.raises(DeviceError, match="unknown device 'gpu'"):
+        interop.to_framework(np.arange(4.0), "torch", device="gpu")
+    with pytest.raises(DeviceError, match="must be a string"):
+        interop.to_framework(np.arange(4.0), "torch", device=0)
+
+
+def test_host_only_target_refuses_cuda():
+    with pytest.raises(DeviceError, match="numpy cannot hold data on 'cuda'"):
+        interop.to_framework(torch.arange(3.0), "numpy", device="cuda")
+
+
+def test_same_device_request_is_zero_copy():
+    a = np.arange(8.0)
+    t = interop.to_framework(a, "torch", device="cpu", copy=False)
+    t[0] = 42.0
+    assert a[0] == 42.0
+
+
+def test_cross_device_with_copy_false_refused_in_plan():
+    plan = interop.explain(np.arange(4.0), "torch", device="cpu")
+    assert plan.zero_copy
+
+
+def test_stream_with_cpu_data_is_refused():
+    with pytest.raises(InteropError, match="streams order GPU work only"):
+        interop.to_framework(np.arange(4.0), "torch", stream=1)
+
+
+def test_gpu_framework_types_are_detected_without_a_device():
+    cupy = pytest.importorskip("cupy")
+    assert REGISTRY.adapters["cupy"].is_value(np.arange(3)) is False
+    assert "cupy" in [f["name"] for f in interop.frameworks()]
+    assert cupy.ndarray is not None
+
+
+def test_zero_copy_error_is_buffer_error():
+    assert issubclass(ZeroCopyError, BufferError)
