@@ -1,0 +1,182 @@
+"""GPU conversions. Every test needs a CUDA device and skips, with the reason, without one.
+
+None of these has run on hardware yet (no GPU machine was available); they are written
+from the frameworks' documented APIs so that they pass the day they run on a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import interop
+from interop.errors import NullsError, ZeroCopyError
+
+pytestmark = pytest.mark.gpu
+
+GPU = ["cupy", "numba", "torch", "jax", "cudf"]
+DTYPES = ["bool", "float16", "float32", "float64", "complex64", "int32", "uint8"]
+
+
+def _make(kind, values):
+    """A device value of framework ``kind`` holding ``values`` (a host NumPy array)."""
+    import cupy
+
+    c = cupy.asarray(values)
+    if kind == "cupy":
+        return c
+    if kind == "numba":
+        from numba import cuda
+
+        return cuda.as_cuda_array(c)
+    if kind == "torch":
+        import torch
+
+        return torch.as_tensor(c, device="cuda")
+    if kind == "jax":
+        import jax
+
+        return jax.dlpack.from_dlpack(c)
+    if kind == "cudf":
+        cudf = pytest.importorskip("cudf")
+        return cudf.Series(c)
+    raise AssertionError(kind)
+
+
+def _host(x):
+    import cupy
+
+    return cupy.asnumpy(cupy.asarray(interop.to_framework(x, "cupy")))
+
+
+def _ptr(x):
+    from interop.api import REGISTRY
+
+    return REGISTRY.adapters[REGISTRY.kind(x)].view(x).ptr
+
+
+def _mutable(kind):
+    return kind in ("cupy", "numba", "torch")
+
+
+@pytest.mark.parametrize("src", GPU)
+@pytest.mark.parametrize("tgt", GPU)
+def test_pair_is_zero_copy_on_device(src, tgt):
+    import cupy
+
+    values = np.arange(16, dtype=np.float32)
+    x = _make(src, values)
+    y = interop.to_framework(x, tgt, copy=False)
+    assert interop.explain(x, tgt).zero_copy
+    assert _ptr(x) == _ptr(y)
+    np.testing.assert_array_equal(_host(y), values)
+    if _mutable(src):
+        cupy.asarray(interop.to_framework(x, "cupy"))[3] = 99.0
+        cupy.cuda.runtime.deviceSynchronize()
+        assert _host(y)[3] == 99.0
+
+
+@pytest.mark.parametrize("src", ["cupy", "torch", "jax"])
+@pytest.mark.parametrize("dtype", DTYPES + ["bfloat16"])
+def test_dtypes_round_trip(src, dtype):
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        values = np.arange(8).astype(ml_dtypes.bfloat16)
+        if src == "cupy":
+            pytest.skip("CuPy has no bfloat16 dtype")
+    else:
+        values = (np.arange(8) % 2).astype(dtype)
+    x = _make(src, values) if dtype != "bfloat16" else _bf16(src, values)
+    for tgt in ("torch", "jax"):
+        y = interop.to_framework(x, tgt)
+        back = interop.to_framework(y, "numpy", device="cpu")
+        np.testing.assert_array_equal(np.asarray(back), values)
+
+
+def _bf16(src, values):
+    import torch
+
+    t = torch.from_numpy(values.view(np.int16)).view(torch.bfloat16).cuda()
+    return t if src == "torch" else interop.to_framework(t, src)
+
+
+def test_strided_cupy_to_jax_copies_and_copy_false_refuses():
+    import cupy
+
+    x = cupy.arange(20, dtype=cupy.float32)[::2]
+    assert not interop.explain(x, "jax").zero_copy
+    with pytest.raises(ZeroCopyError):
+        interop.to_framework(x, "jax", copy=False)
+    np.testing.assert_array_equal(np.asarray(interop.to_framework(x, "jax")),
+                                  np.arange(20, dtype=np.float32)[::2])
+
+
+def test_read_only_cai_producer_is_recorded():
+    import cupy
+
+    class ReadOnly:
+        def __init__(self, a):
+            self.a = a
+            cai = dict(a.__cuda_array_interface__)
+            cai["data"] = (cai["data"][0], True)
+            self.__cuda_array_interface__ = cai
+
+    x = cupy.arange(4, dtype=cupy.float32)
+    y = interop.to_framework(ReadOnly(x), "cupy")
+    assert int(y.data.ptr) == int(x.data.ptr)
+
+
+def test_cudf_nulls_are_refused_by_name():
+    cudf = pytest.importorskip("cudf")
+    s = cudf.Series([1.0, None, 3.0], name="price")
+    with pytest.raises(NullsError, match="price"):
+        interop.to_framework(s, "torch")
+
+
+def test_device_to_host_only_when_asked():
+    import cupy
+
+    x = cupy.arange(5, dtype=cupy.float64)
+    with pytest.raises(interop.errors.DeviceError, match="device='cpu'"):
+        interop.to_framework(x, "numpy")
+    np.testing.assert_array_equal(interop.to_framework(x, "numpy", device="cpu"), np.arange(5.0))
+    with pytest.raises(ZeroCopyError):
+        interop.to_framework(x, "numpy", device="cpu", copy=False)
+
+
+def test_host_to_device_is_an_explicit_copy():
+    a = np.arange(6, dtype=np.float32)
+    t = interop.to_framework(a, "torch", device="cuda")
+    assert t.is_cuda
+    np.testing.assert_array_equal(t.cpu().numpy(), a)
+
+
+def test_stream_ordering_kernel_then_conversion():
+    """A kernel writes on a non-default stream; the consumer must see its values."""
+    import cupy
+    import torch
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cupy.zeros(1 << 20, dtype=cupy.float32)
+        x += 1.0  # runs on `stream`
+        t = interop.to_framework(x, "torch", stream=torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    assert float(t.sum()) == float(1 << 20)
+
+
+def test_numba_kernel_result_reaches_jax_zero_copy():
+    from numba import cuda
+
+    @cuda.jit
+    def fill(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] = i * 2
+
+    d = cuda.device_array(256, dtype=np.float32)
+    fill[1, 256](d)
+    j = interop.to_framework(d, "jax")
+    assert interop.explain(d, "jax").zero_copy
+    np.testing.assert_array_equal(np.asarray(j), np.arange(256, dtype=np.float32) * 2)
