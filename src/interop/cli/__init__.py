@@ -19,5 +19,5 @@ def cuda_devices() -> tuple[int, str]:
     try:
         n = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as e:
-        return 0, f"no CUDA device ({type(e).__name__}: {e})"
+        return 0, f"CuPy reports {type(e).__name__}: {e}"
     return n, f"{n} CUDA device(s)" if n else "no CUDA device"
