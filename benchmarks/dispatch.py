@@ -1,0 +1,211 @@
+"""Dispatch overhead: ``interop.to_framework`` against the fastest native zero-copy call.
+
+Every CPU pair the registry can convert zero-copy is timed against the native call(s) a
+user would write for it, interleaved in the same run (``benchmarks.interleaved``). For
+pairs with several native spellings, each is tried and the fastest that works zero-copy is
+the baseline. Results are per call, in microseconds: medians, quartiles, overhead and ratio.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from . import aligned_empty, interleaved, summary, timer
+
+FRAMEWORKS = ("numpy", "torch", "jax", "pyarrow", "pandas", "polars")
+N_ELEMENTS = 1024  # float32, 4 KiB: the size does not matter (zero-copy), see sizes.py
+
+# Native spellings, fastest first is not assumed: every candidate is timed and the best kept.
+TO_NUMPY = {
+    "numpy": "{x}",
+    "torch": "{x}.numpy()",
+    "jax": "np.asarray({x})",
+    "pyarrow": "{x}.to_numpy(zero_copy_only=True)",
+    "pandas": "{x}.to_numpy()",
+    "polars": "{x}.to_numpy(allow_copy=False)",
+}
+FROM_NUMPY = {
+    "numpy": "{x}",
+    "torch": "torch.from_numpy({x})",
+    "jax": "jax.dlpack.from_dlpack({x})",
+    "pyarrow": "pa.array({x})",
+    "pandas": "pd.Series({x}, copy=False)",
+    "polars": "pl.Series(values={x})",
+}
+DIRECT = {
+    ("torch", "jax"): ["jax.dlpack.from_dlpack(x)"],
+    ("jax", "torch"): ["torch.from_dlpack(x)"],
+    ("pyarrow", "jax"): ["jax.dlpack.from_dlpack(x)"],
+    ("pyarrow", "torch"): ["torch.from_dlpack(x)"],
+    ("polars", "jax"): ["jax.dlpack.from_dlpack(x.to_arrow())"],
+    ("polars", "pyarrow"): ["x.to_arrow()"],
+    ("pandas", "torch"): ["torch.from_numpy(x.values)"],
+    ("pandas", "numpy"): ["x.values"],
+    ("numpy", "jax"): ["jax.dlpack.from_dlpack(x)"],
+    ("pandas", "jax"): ["jax.dlpack.from_dlpack(pa.array(x.to_numpy()))"],
+}
+
+
+def candidates(src: str, tgt: str) -> list[str]:
+    """Native statements converting ``x`` (a ``src`` value) to ``tgt``."""
+    out = list(DIRECT.get((src, tgt), []))
+    if "numpy" in (src, tgt):
+        out.append(FROM_NUMPY[tgt].format(x=TO_NUMPY[src].format(x="x")))
+    else:  # through the NumPy hub, as interop's own route does
+        out.append(FROM_NUMPY[tgt].format(x=TO_NUMPY[src].format(x="x")))
+    return list(dict.fromkeys(out))
+
+
+def make_values(n: int = N_ELEMENTS) -> dict[str, Any]:
+    """One float32 value of ``n`` elements per framework, all over 64-byte aligned memory."""
+    import jax
+    import numpy as np
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    import torch
+
+    a = aligned_empty(4 * n, "float32")
+    a[:] = np.arange(n, dtype=np.float32)
+    b = aligned_empty(4 * n, "float32")
+    b[:] = a
+    c = aligned_empty(4 * n, "float32")
+    c[:] = a
+    return {
+        "numpy": a,
+        "torch": torch.from_numpy(b),
+        "jax": jax.dlpack.from_dlpack(c),
+        "pyarrow": pa.array(a),
+        "pandas": pd.Series(a, copy=False),
+        "polars": pl.Series("x", a),
+    }
+
+
+def data_pointer(v: Any) -> int | None:
+    """The address of the first element of ``v``'s values buffer, or ``None``."""
+    mod = type(v).__module__.partition(".")[0]
+    try:
+        if mod == "numpy":
+            return v.__array_interface__["data"][0]
+        if mod == "torch":
+            return v.data_ptr()
+        if mod in ("jax", "jaxlib"):
+            return v.unsafe_buffer_pointer()
+        if mod == "pyarrow":
+            return v.buffers()[1].address + v.offset * v.type.byte_width
+        if mod == "pandas":
+            return v.to_numpy().__array_interface__["data"][0]
+        if mod == "polars":
+            return v.to_numpy(allow_copy=False).__array_interface__["data"][0]
+    except Exception:
+        return None
+    return None
+
+
+def _env(x: Any) -> dict[str, Any]:
+    import jax
+    import numpy as np
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    import torch
+
+    import interop
+
+    return {"x": x, "np": np, "torch": torch, "jax": jax, "pa": pa, "pd": pd, "pl": pl,
+            "to_framework": interop.to_framework}
+
+
+def _calibrate(t: Any, target_s: float) -> int:
+    n = 1
+    while True:
+        el = t.timeit(n)
+        if el >= target_s / 5 or n >= 1 << 20:
+            return max(1, int(n * target_s / max(el, 1e-9)))
+        n *= 4
+
+
+def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Time every CPU pair; ``{"pairs": [...], "floor": {...}}``."""
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=".*not writable.*")
+    import interop
+
+    values = make_values()
+    repeat, target = (5, 0.002) if quick else (31, 0.004)
+    if pairs is None:
+        pairs = [(s, t) for s in FRAMEWORKS for t in FRAMEWORKS if s != t]
+    rows = []
+    for src, tgt in pairs:
+        x = values[src]
+        plan = interop.explain(x, tgt)
+        env = _env(x)
+        res = interop.to_framework(x, tgt)
+        src_ptr = data_pointer(x)
+        row: dict[str, Any] = {
+            "pair": f"{src}->{tgt}", "source": src, "target": tgt,
+            "route": " | ".join(s.via for s in plan.steps),
+            "interop_zero_copy": data_pointer(res) == src_ptr and src_ptr is not None,
+        }
+        # The fastest working native spelling that is zero-copy (or the fastest at all).
+        best = None
+        for stmt in candidates(src, tgt):
+            t = timer(stmt, env)
+            try:
+                out = eval(stmt, dict(env))  # noqa: S307 - our own fixed statements
+            except Exception as e:  # a spelling this version does not accept
+                row.setdefault("native_rejected", []).append(f"{stmt}: {type(e).__name__}")
+                continue
+            zc = data_pointer(out) == src_ptr and src_ptr is not None
+            n = _calibrate(t, target / 4)
+            cost = min(t.repeat(3, n)) / n
+            if best is None or (zc, -cost) > (best[1], -best[2]):
+                best = (stmt, zc, cost)
+        if best is None:
+            row["skipped"] = "no native spelling works"
+            rows.append(row)
+            continue
+        native_stmt, native_zc, _ = best
+        row["native"] = native_stmt
+        row["native_zero_copy"] = native_zc
+        timers = {"interop": timer(f"to_framework(x, {tgt!r})", env),
+                  "native": timer(native_stmt, env)}
+        number = _calibrate(timers["native"], target)
+        samples = interleaved(timers, number, repeat)
+        diffs = [a - b for a, b in zip(samples["interop"], samples["native"])]
+        s_i, s_n = summary(samples["interop"]), summary(samples["native"])
+        row.update({
+            "number": number, "repeat": repeat,
+            "interop_us": s_i, "native_us": s_n,
+            "overhead_us": s_i["median"] - s_n["median"],
+            "overhead_paired_us": summary(diffs),
+            "ratio": s_i["median"] / s_n["median"],
+        })
+        rows.append(row)
+    return {"n_elements": N_ELEMENTS, "dtype": "float32", "pairs": rows,
+            "floor": _floor(values["numpy"], repeat, target)}
+
+
+def _floor(a: Any, repeat: int, target: float) -> dict[str, Any]:
+    """What a minimal Python dispatch costs: a dict lookup keyed like interop's, then the call.
+
+    This is the lower bound for any pure-Python ``to_framework``; interop's overhead above it
+    is what its own code adds.
+    """
+    import torch
+
+    plans = {(type(a), "torch", None, None): torch.from_numpy}
+
+    def minimal(x: Any, target: str, *, device: Any = None, copy: Any = None) -> Any:
+        return plans[(type(x), target, device, copy)](x)
+
+    env = {"x": a, "minimal": minimal, "torch": torch}
+    timers = {"minimal": timer("minimal(x, 'torch')", env),
+              "native": timer("torch.from_numpy(x)", env)}
+    number = _calibrate(timers["native"], target)
+    s = interleaved(timers, number, repeat)
+    m, n = summary(s["minimal"]), summary(s["native"])
+    return {"pair": "numpy->torch", "minimal_us": m, "native_us": n,
+            "overhead_us": m["median"] - n["median"]}
+
