@@ -19,8 +19,10 @@ __version__ = "0.1.0"
 _API = {"can_convert", "explain", "register_converter", "register_framework",
         "shares_memory", "to_framework"}
 _PLAN = {"Plan", "Step"}
+_TABLES = {"aos_to_soa", "soa_to_aos"}
 
-__all__ = sorted(_API | _PLAN | {"InteropError", "ZeroCopyError", "errors", "frameworks"})
+__all__ = sorted(_API | _PLAN | _TABLES
+                 | {"InteropError", "ZeroCopyError", "errors", "frameworks"})
 
 
 def __getattr__(name: str):
@@ -37,6 +39,10 @@ def __getattr__(name: str):
         from . import plan
 
         value = getattr(plan, name)
+    elif name in _TABLES:
+        from . import tables
+
+        value = getattr(tables, name)
     else:
         raise AttributeError(f"module 'interop' has no attribute {name!r}")
     globals()[name] = value

@@ -35,6 +35,7 @@ ADAPTERS = [
     numba_.ADAPTER,
     cudf_.ADAPTER,
     capsule.ADAPTER,
+    *__import__("interop.tables.adapters", fromlist=["ADAPTERS"]).ADAPTERS,
     producer.PRODUCER,
     producer.BUFFER,
 ]

@@ -1,0 +1,239 @@
+"""Table kinds for the registry: each is recognised like a framework and converts column by
+column (``Adapter(kind="table", convert_table=..., explain_table=...)``).
+
+Sources: pyarrow ``Table``, ``RecordBatch``, ``RecordBatchReader``; pandas and polars
+``DataFrame``; a ``dict`` of arrays; any object speaking the Arrow PyCapsule interface (DuckDB
+relations, nanoarrow, arro3); cuDF ``DataFrame`` (GPU). Targets: every array framework of the
+registry (a :class:`~interop.tables.columns.Columns` dict, one array per column) and, as whole
+tables, ``"pyarrow"`` (``pa.Table``), ``"pandas"``, ``"polars"`` and ``"cudf"``.
+
+For a table source, the array frameworks that are also table frameworks (pyarrow, pandas,
+polars) give a whole table; ask for single columns with ``interop.tables.columns_of``.
+Detection never imports a library: it reads ``sys.modules`` like the array adapters.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InteropError, UnsupportedConversionError
+from ..frameworks.base import Adapter
+from ..plan import Step
+from . import arrow_c, build, columns
+
+TABLE_TARGETS = build.TABLE_TARGETS
+
+
+def _mod(name: str) -> Any:
+    return sys.modules.get(name)
+
+
+# ---- sources: value -> (label, [(name, column)], pre-steps) --------------------------------
+def _arrow_table(t: Any) -> list[tuple[Any, Any]]:
+    return [(f.name, t.column(i)) for i, f in enumerate(t.schema)]
+
+
+def _pandas(df: Any) -> list[tuple[Any, Any]]:
+    return [(n, df.iloc[:, i]) for i, n in enumerate(df.columns)]
+
+
+def _polars(df: Any) -> list[tuple[Any, Any]]:
+    return [(s.name, s) for s in df.get_columns()]
+
+
+def _dict(d: Any) -> list[tuple[Any, Any]]:
+    return list(d.items())
+
+
+def _cudf(df: Any) -> list[tuple[Any, Any]]:  # pragma: no cover - needs a GPU
+    return [(n, df[n]) for n in df.columns]
+
+
+def _stream_table(x: Any) -> tuple[Any, tuple[Step, ...]]:
+    pa = sys.modules["pyarrow"]
+    reader = x if isinstance(x, pa.RecordBatchReader) else arrow_c.import_stream(x)
+    return reader.read_all(), (Step("arrow stream", "pyarrow",
+                                    "RecordBatchReader.read_all() (each batch a chunk)"),)
+
+
+# ---- the table kinds --------------------------------------------------------------------
+def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = False):
+    def convert_table(x: Any, target: str, *, copy: bool | None = None, device: Any = None,
+                      **options: Any) -> Any:
+        steps: tuple[Step, ...] = ()
+        if stream:
+            x, steps = _stream_table(x)
+            named = _arrow_table(x)
+        else:
+            named = named_of(x)
+        return _convert(label, named, target, copy, device, options, steps)
+
+    def explain_table(x: Any, target: str, *, copy: bool | None = None, **options: Any):
+        if stream:
+            return _explain_stream(label, x, target, copy, options)
+        return _explain(label, named_of(x), target, copy, options)
+
+    return convert_table, explain_table
+
+
+def _whole_table(options: dict[str, Any]) -> Any:
+    nulls, _, cols = columns._options(dict(options))
+    if nulls != "raise":
+        raise InteropError(f"nulls={nulls!r} applies to array targets; a table keeps its nulls")
+    return cols
+
+
+def _convert(label: str, named: list, target: str, copy: bool | None, device: Any,
+             options: dict[str, Any], steps: tuple[Step, ...] = ()) -> Any:
+    if target in TABLE_TARGETS:
+        cols = _whole_table(options)
+        named = columns.select(named, cols)
+        return build.build(dict(named), target, copy=copy)
+    return columns.convert(label, named, target, copy=copy, device=device, options=options)
+
+
+def _explain(label: str, named: list, target: str, copy: bool | None,
+             options: dict[str, Any], **kw: Any) -> Any:
+    if target in TABLE_TARGETS:
+        named = columns.select(named, _whole_table(options))
+        return build.explain(label, dict(named), target, copy=copy)
+    return columns.explain(label, named, target, copy=copy, options=options, **kw)
+
+
+def _explain_stream(label: str, x: Any, target: str, copy: bool | None,
+                    options: dict[str, Any]) -> Any:
+    """A stream is read once: plan from its schema; chunking is unknown until it is read."""
+    pa = sys.modules["pyarrow"]
+    schema = x.schema if isinstance(x, pa.RecordBatchReader) else arrow_c.schema_of(x)
+    why = (f"{label}: a stream is read when converted; one batch gives zero-copy columns, "
+           "several batches give chunked columns joined by one copy, so zero-copy is not "
+           "claimed")
+    step = Step("arrow stream", "pyarrow", "RecordBatchReader.read_all() (each batch a chunk)")
+    if schema is None:
+        return columns.TablePlan(label, target, (step,), False,
+                                 (why, "the schema is unknown without reading the stream"))
+    named = [(f.name, pa.array([], type=f.type)) for f in schema]
+    return _explain(label, named, target, copy, options, pre_steps=(step,),
+                    pre_reasons=(why,), zero_copy_known=False) if target not in TABLE_TARGETS \
+        else _explain(label, named, target, copy, options)
+
+
+def _arrow_c_convert(x: Any, target: str, *, copy: bool | None = None, device: Any = None,
+                     **options: Any) -> Any:
+    from .. import api
+
+    label = f"{type(x).__module__}.{type(x).__qualname__} (Arrow PyCapsule)"
+    if arrow_c.has_array(x):
+        imp = arrow_c.import_array(x)
+    elif arrow_c.has_stream(x):
+        t, steps = _stream_table(x)
+        return _convert(label, _arrow_table(t), target, copy, device, options, steps)
+    else:
+        imp, dev, _ = arrow_c.import_device_array(x)
+        if dev != arrow_c.ARROW_DEVICE_CPU:  # pragma: no cover - needs a GPU
+            return _convert(label, arrow_c.device_columns(imp), target, copy, device, options)
+    pa = sys.modules["pyarrow"]
+    if isinstance(imp, pa.RecordBatch):
+        return _convert(label, _arrow_table(imp), target, copy, device, options)
+    if options:
+        raise InteropError(f"options {sorted(options)} apply to tables; {label} holds one "
+                           f"array of type {imp.type}")
+    return api.to_framework(imp, target, copy=copy, device=device)
+
+
+def _arrow_c_explain(x: Any, target: str, *, copy: bool | None = None, **options: Any):
+    from .. import api
+
+    label = f"{type(x).__module__}.{type(x).__qualname__} (Arrow PyCapsule)"
+    if arrow_c.has_array(x):
+        imp = arrow_c.import_array(x)  # zero-copy import; reads no data
+        pa = sys.modules["pyarrow"]
+        if isinstance(imp, pa.RecordBatch):
+            return _explain(label, _arrow_table(imp), target, copy, options)
+        return api.explain(imp, target, copy=copy)
+    if arrow_c.has_stream(x):
+        return _explain_stream(label, x, target, copy, options)
+    return columns.TablePlan(label, target, (Step(label, "pyarrow",
+                                                  "__arrow_c_device_array__"),), False,
+                             ("a device array is planned when it is imported",))
+
+
+def _isinstance(module: str, *names: str) -> Callable[[Any], bool]:
+    def is_value(x: Any) -> bool:
+        m = _mod(module)
+        if m is None:
+            return False
+        return isinstance(x, tuple(getattr(m, n) for n in names if hasattr(m, n)))
+
+    return is_value
+
+
+def _table_adapter(name: str, modules: tuple[str, ...], package: str,
+                   is_value: Callable[[Any], bool], label: str, named_of: Callable,
+                   stream: bool = False, devices: tuple[str, ...] = ("cpu",)) -> Adapter:
+    conv, expl = _converter(label, named_of, stream=stream)
+    return Adapter(name=name, modules=modules, package=package, kind="table",
+                   devices=devices, is_value=is_value, convert_table=conv, explain_table=expl)
+
+
+def _is_dict(x: Any) -> bool:
+    return isinstance(x, dict)
+
+
+def _is_arrow_c(x: Any) -> bool:
+    return arrow_c.is_arrow_c(x)
+
+
+def _cudf_convert(x: Any, target: str, **kw: Any) -> Any:  # pragma: no cover - needs a GPU
+    return _convert("cuDF DataFrame", _cudf(x), target, kw.pop("copy", None),
+                    kw.pop("device", None), kw)
+
+
+def _cudf_explain(x: Any, target: str, *, copy: bool | None = None, **options: Any):
+    return _explain("cuDF DataFrame", _cudf(x), target, copy, options)  # pragma: no cover
+
+
+ARROW_TABLE = _table_adapter("arrow-table", ("pyarrow",), "pyarrow",
+                             _isinstance("pyarrow", "Table"), "pyarrow Table", _arrow_table)
+ARROW_BATCH = _table_adapter("arrow-batch", ("pyarrow",), "pyarrow",
+                             _isinstance("pyarrow", "RecordBatch"), "pyarrow RecordBatch",
+                             _arrow_table)
+ARROW_STREAM = _table_adapter("arrow-stream", ("pyarrow",), "pyarrow",
+                              _isinstance("pyarrow", "RecordBatchReader"),
+                              "pyarrow RecordBatchReader", _arrow_table, stream=True)
+PANDAS_DF = _table_adapter("pandas-dataframe", ("pandas",), "pandas",
+                           _isinstance("pandas", "DataFrame"), "pandas DataFrame", _pandas)
+POLARS_DF = _table_adapter("polars-dataframe", ("polars",), "polars",
+                           _isinstance("polars", "DataFrame"), "polars DataFrame", _polars)
+DICT = _table_adapter("dict", (), "interop", _is_dict, "dict of arrays", _dict)
+CUDF = Adapter(name="cudf-dataframe", modules=("cudf",), package="cudf", kind="table",
+               devices=("cuda",), is_value=_isinstance("cudf", "DataFrame"),
+               convert_table=_cudf_convert, explain_table=_cudf_explain)
+ARROW_C = Adapter(name="arrow-c", package="pyarrow", kind="table", is_value=_is_arrow_c,
+                  convert_table=_arrow_c_convert, explain_table=_arrow_c_explain)
+
+ADAPTERS = [ARROW_TABLE, ARROW_BATCH, ARROW_STREAM, PANDAS_DF, POLARS_DF, CUDF, DICT, ARROW_C]
+
+
+def columns_of(x: Any, target: str, **kw: Any) -> Any:
+    """Per-column conversion even when ``target`` is a table framework (pyarrow, pandas,
+    polars): ``{name: pyarrow.Array}`` rather than a ``pa.Table``."""
+    from .. import api
+
+    reg = api.REGISTRY
+    adapter = reg.adapters[reg.kind(x)]
+    if adapter.convert_table is None:
+        raise UnsupportedConversionError(f"{type(x).__name__} is not a table")
+    copy, device = kw.pop("copy", None), kw.pop("device", None)
+    tgt = reg.target(target)
+    pa = _mod("pyarrow")
+    if pa is not None and isinstance(x, pa.RecordBatchReader):
+        x, _ = _stream_table(x)
+    named = (_arrow_table(x) if pa is not None and isinstance(x, (pa.Table, pa.RecordBatch))
+             else _pandas(x) if adapter is PANDAS_DF else _polars(x) if adapter is POLARS_DF
+             else _dict(x) if adapter is DICT else None)
+    if named is None:
+        raise UnsupportedConversionError(f"columns_of does not read a {type(x).__name__}")
+    return columns.convert(type(x).__name__, named, tgt, copy=copy, device=device, options=kw)

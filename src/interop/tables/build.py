@@ -1,0 +1,189 @@
+"""Columns of arrays -> a whole table (pyarrow ``Table``/``RecordBatch``, pandas, polars).
+
+Each column goes through the registry to a pyarrow ``Array`` (``pyarrow.array`` over the
+column's own buffer, so fixed-width contiguous columns are not copied; the Arrow buffer holds
+a reference to the source, which keeps a tensor alive after the caller drops it). A
+non-contiguous column is copied (``copy=False`` raises), booleans are packed (a copy), and
+``(values, mask)`` pairs become Arrow arrays with a validity bitmap (packing the mask copies).
+The plan from :func:`explain` says, per column, which of these happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InteropError, UnsupportedConversionError
+from ..plan import Plan, Step
+from .columns import TablePlan
+
+TABLE_TARGETS = ("pyarrow", "pandas", "polars", "cudf")
+
+
+def _named(cols: Mapping) -> list[tuple[str, Any]]:
+    out = []
+    for k, v in cols.items():
+        if not isinstance(k, str):
+            raise InteropError(f"column names of a table must be strings; got {k!r} "
+                               f"({type(k).__name__})")
+        out.append((k, v))
+    return out
+
+
+def _length(v: Any) -> int:
+    if isinstance(v, tuple):
+        v = v[0]
+    shape = getattr(v, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) else -1
+    return len(v)
+
+
+def _check_lengths(named: list[tuple[str, Any]]) -> None:
+    lengths = {n: _length(v) for n, v in named}
+    if len(set(lengths.values())) > 1:
+        raise InteropError(f"columns of one table must have one length; got {lengths}")
+
+
+def _masked(values: Any, mask: Any, copy: bool | None) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    from .. import api
+
+    arr = api.to_framework(values, "pyarrow", copy=copy)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    m = np.asarray(api.to_framework(mask, "numpy"), dtype=bool)
+    if m.shape != (len(arr),):
+        raise InteropError(f"a mask must be one bool per value: {m.shape} for {len(arr)} values")
+    bits = np.concatenate([np.zeros(arr.offset, bool), m]) if arr.offset else m
+    validity = pa.py_buffer(np.packbits(bits, bitorder="little"))
+    return pa.Array.from_buffers(arr.type, len(arr), [validity, arr.buffers()[1]],
+                                 null_count=int(len(m) - m.sum()), offset=arr.offset)
+
+
+def to_arrow_arrays(cols: Mapping, *, copy: bool | None = None) -> tuple[list[str], list[Any]]:
+    """Names and pyarrow arrays over the columns' buffers."""
+    from .. import api
+
+    named = _named(cols)
+    _check_lengths(named)
+    arrays = []
+    for n, v in named:
+        try:
+            if isinstance(v, tuple):
+                arrays.append(_masked(v[0], v[1], copy))
+            else:
+                arrays.append(api.to_framework(v, "pyarrow", copy=copy))
+        except InteropError as e:
+            raise type(e)(f"column {n!r}: {e}") from e
+    return [n for n, _ in named], arrays
+
+
+def to_arrow_table(cols: Mapping, *, copy: bool | None = None) -> Any:
+    """A ``pyarrow.Table`` over the columns' own buffers (see the module doc)."""
+    import pyarrow as pa
+
+    names, arrays = to_arrow_arrays(cols, copy=copy)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def to_record_batch(cols: Mapping, *, copy: bool | None = None) -> Any:
+    """A ``pyarrow.RecordBatch`` over the columns' own buffers."""
+    import pyarrow as pa
+
+    names, arrays = to_arrow_arrays(cols, copy=copy)
+    arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def build(cols: Mapping, target: str, *, copy: bool | None = None) -> Any:
+    """``{name: array}`` -> a table of framework ``target`` (pyarrow, pandas, polars, cudf)."""
+    if target == "pyarrow":
+        return to_arrow_table(cols, copy=copy)
+    if target == "polars":
+        import polars as pl
+
+        return pl.from_arrow(to_arrow_table(cols, copy=copy), rechunk=False)
+    if target == "pandas":
+        return _to_pandas(cols, copy)
+    if target == "cudf":
+        return _to_cudf(cols, copy)
+    raise UnsupportedConversionError(f"a table cannot be built in {target}; use one of "
+                                     f"{TABLE_TARGETS}")
+
+
+def _to_pandas(cols: Mapping, copy: bool | None) -> Any:
+    import pandas as pd
+
+    from .. import api
+
+    named = _named(cols)
+    _check_lengths(named)
+    series = {}
+    for n, v in named:
+        try:
+            if isinstance(v, tuple):
+                series[n] = pd.Series(pd.arrays.ArrowExtensionArray(_masked(v[0], v[1], copy)))
+            else:
+                series[n] = api.to_framework(v, "pandas", copy=copy)
+        except InteropError as e:
+            raise type(e)(f"column {n!r}: {e}") from e
+    return pd.DataFrame(series, copy=False)
+
+
+def _to_cudf(cols: Mapping, copy: bool | None) -> Any:  # pragma: no cover - needs a GPU
+    """cuDF columns over each device array's ``__cuda_array_interface__`` (cudf.Series)."""
+    import cudf
+
+    named = _named(cols)
+    _check_lengths(named)
+    out = {}
+    for n, v in named:
+        if isinstance(v, tuple):
+            s = cudf.Series(v[0])
+            s[~cudf.Series(v[1]).astype(bool)] = None  # masks become cuDF nulls (a copy)
+            out[n] = s
+        elif hasattr(v, "__cuda_array_interface__"):
+            out[n] = cudf.Series(v, copy=bool(copy))
+        else:
+            from .. import api
+
+            out[n] = cudf.Series(api.to_framework(v, "numpy", copy=copy))  # host -> device
+    return cudf.DataFrame(out)
+
+
+def explain(source: str, cols: Mapping, target: str, *, copy: bool | None = None) -> TablePlan:
+    """The plan of :func:`build`: per column the registry's plan to pyarrow (or pandas)."""
+    from .. import api
+
+    named = _named(cols)
+    col_target = "pandas" if target == "pandas" else "pyarrow"
+    plans: dict[str, Plan] = {}
+    for n, v in named:
+        if isinstance(v, tuple):
+            inner = api.explain(v[0], col_target, copy=copy)
+            plans[n] = Plan(inner.source, col_target,
+                            (*inner.steps, Step("numpy", "pyarrow", "mask packed into a "
+                                                "validity bitmap", copies=True)),
+                            False, (*inner.reasons, f"column {n!r}: packing the mask copies"),
+                            inner.hazards, inner.supported, inner.error)
+        else:
+            plans[n] = api.explain(v, col_target, copy=copy)
+    errors = [f"column {n!r}: {p.reasons[0] if p.reasons else p.error}"
+              for n, p in plans.items() if not p.supported]
+    steps = [Step(source, col_target, f"column by column ({len(plans)} columns)")]
+    if target == "polars":
+        steps.append(Step("pyarrow", "polars", "polars.from_arrow(rechunk=False)"))
+    elif target == "pyarrow":
+        steps.append(Step("pyarrow", "pyarrow", "pyarrow.Table.from_arrays"))
+    elif target == "pandas":
+        steps.append(Step("pandas", "pandas", "pandas.DataFrame(copy=False)"))
+    summary = tuple(f"column {n!r}: " + ("zero-copy" if p.zero_copy else "copy"
+                                         if p.supported else f"fails ({p.error})")
+                    for n, p in plans.items())
+    kind = next((p.error for p in plans.values() if not p.supported), None)
+    return TablePlan(source, target, tuple(steps),
+                     not errors and all(p.zero_copy for p in plans.values()),
+                     (*errors, *summary), (), supported=not errors, error=kind, columns=plans)

@@ -1,0 +1,408 @@
+"""A table, column by column: ``{name: column}`` in any framework, with nulls and temporals.
+
+Every column goes through the registry (``interop.to_framework`` / ``interop.explain``), so
+it follows the same zero-copy rules as a lone array. This module only decides what is handed
+to the registry for each column:
+
+* fixed-width columns without nulls in one chunk: the column itself (zero-copy);
+* timestamps, dates, times, durations: a zero-copy integer *view* (int64; int32 for
+  ``date32``/``time32``); the Arrow type, unit and time zone are kept in ``Columns.meta``;
+* nulls: ``nulls="raise"`` (default) raises :class:`~interop.errors.NullsError` naming every
+  column with nulls; ``nulls="mask"`` gives ``(values, mask)`` -- the values buffer without
+  its validity bitmap (zero-copy; slots under a null hold whatever bytes Arrow left there) and
+  the bitmap unpacked to ``bool`` (``True`` = valid), the one copy; ``nulls="fill"`` with
+  ``fill_value`` replaces nulls (a copy);
+* strings, lists, structs, decimals, dictionaries ...: :class:`UnsupportedConversionError`
+  naming each such column and its type, and offering ``columns=`` with the convertible ones.
+
+The result is a :class:`Columns` -- a plain ``dict`` subclass -- carrying ``.meta``
+(``{name: {"type": ..., "unit": ..., "tz": ...}}`` for temporal columns); ``interop.explain``
+gives the :class:`TablePlan` (one :class:`~interop.plan.Plan` per column).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
+from ..plan import Plan, Step
+
+NULLS_MODES = ("raise", "mask", "fill")
+
+
+class Columns(dict):
+    """``{name: column}``; ``.meta`` holds per-column metadata (temporal type and unit).
+    A ``(values, mask)`` tuple stands for a masked column (mask ``True`` = valid)."""
+
+    def __init__(self, data: Any = (), *, meta: dict | None = None) -> None:
+        super().__init__(data)
+        self.meta: dict[Any, dict[str, Any]] = dict(meta or {})
+
+    def __repr__(self) -> str:
+        return f"Columns({dict.__repr__(self)}, meta={self.meta!r})"
+
+
+@dataclass(frozen=True)
+class TablePlan(Plan):
+    """A :class:`~interop.plan.Plan` for a table: ``columns`` holds one plan per column.
+
+    ``zero_copy`` is true only if every column is zero-copy (a mask, a fill, joining chunks,
+    unpacking booleans or a copy at the table level each make it false).
+    """
+
+    columns: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        head = super().__str__()
+        lines = [head]
+        for name, p in self.columns.items():
+            body = str(p).splitlines()
+            lines.append(f"  column {name!r}: " + body[0].split(": ", 1)[-1])
+            lines += ["    " + b.strip() for b in body[1:]]
+        return "\n".join(lines)
+
+
+@dataclass
+class Prepared:
+    """What the registry gets for one column, and what happened before."""
+
+    value: Any = None
+    mask: Any = None  # a NumPy bool array (True = valid), or None
+    meta: dict | None = None
+    steps: list = field(default_factory=list)
+    reasons: list = field(default_factory=list)
+    copied: bool = False  # a copy happened before the registry (fill, join, mask)
+    error: tuple[str, str] | None = None  # ("unsupported" | "nulls" | "zero-copy", reason)
+    mask_step: Step | None = None
+
+
+# ---- type tests ---------------------------------------------------------------------------
+def _pa():
+    return sys.modules.get("pyarrow")
+
+
+def is_arrow_array(x: Any) -> bool:
+    pa = _pa()
+    return pa is not None and isinstance(x, (pa.Array, pa.ChunkedArray))
+
+
+def _arrow_kind(t: Any) -> str:
+    """``"numeric"``, ``"bool"``, ``"temporal"`` or ``"unsupported"`` for an Arrow type."""
+    pa = _pa()
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return "numeric"
+    if pa.types.is_temporal(t) and not pa.types.is_interval(t):
+        return "temporal"
+    return "unsupported"
+
+
+def _temporal_meta(t: Any) -> dict[str, Any]:
+    pa = _pa()
+    meta: dict[str, Any] = {"type": str(t)}
+    if pa.types.is_date32(t):
+        meta["unit"] = "D"
+    elif pa.types.is_date64(t):
+        meta["unit"] = "ms"
+    else:
+        meta["unit"] = getattr(t, "unit", None)
+    if getattr(t, "tz", None):
+        meta["tz"] = t.tz
+    return meta
+
+
+def _int_view(arr: Any) -> Any:
+    """A zero-copy integer view of a temporal Arrow array (chunk by chunk)."""
+    pa = _pa()
+    it = pa.int32() if arr.type.bit_width == 32 else pa.int64()
+    if isinstance(arr, pa.ChunkedArray):
+        return pa.chunked_array([c.view(it) for c in arr.chunks], type=it)
+    return arr.view(it)
+
+
+def _strip_validity(arr: Any) -> Any:
+    """The same values buffer without its validity bitmap: zero-copy."""
+    pa = _pa()
+    bufs = arr.buffers()
+    return pa.Array.from_buffers(arr.type, len(arr), [None, bufs[1]], offset=arr.offset)
+
+
+def unpack_validity(arr: Any) -> Any:
+    """The validity bitmap of a single Arrow array unpacked to NumPy ``bool`` (one copy)."""
+    import numpy as np
+
+    n, off = len(arr), arr.offset
+    buf = arr.buffers()[0]
+    if buf is None:
+        return np.ones(n, dtype=bool)
+    bits = np.frombuffer(buf, dtype=np.uint8)
+    # unpack only the bytes covering [off, off + n)
+    lo, hi = off // 8, (off + n + 7) // 8
+    out = np.unpackbits(bits[lo:hi], bitorder="little")[off - lo * 8: off - lo * 8 + n]
+    return out.view(bool)
+
+
+# ---- per-column preparation ---------------------------------------------------------------
+def prepare(name: Any, col: Any, *, nulls: str, fill_value: Any, copy: bool | None,
+            dry: bool = False) -> Prepared:
+    """Decide what the registry receives for column ``name`` (``dry``: copy nothing)."""
+    pa = _pa()
+    if pa is not None and isinstance(col, (pa.Array, pa.ChunkedArray)):
+        return _prepare_arrow(name, col, nulls, fill_value, copy, dry)
+    mod = type(col).__module__.partition(".")[0]
+    if mod == "pandas":
+        return _prepare_pandas(name, col, nulls, fill_value, copy, dry)
+    if mod == "polars":
+        return _prepare_polars(name, col, nulls, fill_value, copy, dry)
+    return Prepared(value=col)
+
+
+def _unsupported(name: Any, t: Any) -> Prepared:
+    return Prepared(error=("unsupported", f"column {name!r} has type {t}"))
+
+
+def _prepare_arrow(name: Any, col: Any, nulls: str, fill_value: Any, copy: bool | None,
+                   dry: bool, prep: Prepared | None = None) -> Prepared:
+    pa = _pa()
+    prep = prep or Prepared()
+    kind = _arrow_kind(col.type)
+    if kind == "unsupported":
+        return _unsupported(name, col.type)
+    if kind == "temporal":
+        prep.meta = _temporal_meta(col.type)
+        col = _int_view(col)
+        prep.steps.append(Step("pyarrow", "pyarrow", f"view {prep.meta['type']} as {col.type} "
+                               "(zero-copy; unit kept in Columns.meta)"))
+    if not col.null_count:
+        prep.value = col
+        return prep
+    if nulls == "raise":
+        prep.error = ("nulls", f"column {name!r} ({col.type}) holds {col.null_count} nulls")
+        return prep
+    if nulls == "fill":
+        if copy is False:
+            prep.error = ("zero-copy", f"column {name!r}: filling {col.null_count} nulls "
+                          "writes a new buffer")
+            return prep
+        prep.copied = True
+        prep.steps.append(Step("pyarrow", "pyarrow", f"fill_null({fill_value!r})", copies=True))
+        prep.reasons.append(f"column {name!r}: {col.null_count} nulls filled with "
+                            f"{fill_value!r} (a copy)")
+        if dry:
+            first = col.chunk(0) if isinstance(col, pa.ChunkedArray) else col
+            prep.value = _strip_validity(first)
+        else:
+            prep.value = col.fill_null(pa.scalar(fill_value).cast(col.type))
+        return prep
+    # nulls == "mask"
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks != 1:
+            if copy is False:
+                prep.error = ("zero-copy", f"column {name!r} with nulls is split into "
+                              f"{col.num_chunks} chunks; joining them copies")
+                return prep
+            prep.copied = True
+            prep.steps.append(Step("pyarrow", "pyarrow", "combine_chunks()", copies=True))
+            prep.reasons.append(f"column {name!r} is split into {col.num_chunks} chunks; "
+                                "joining them copies")
+            col = col.chunk(0) if dry else col.combine_chunks()
+        else:
+            col = col.chunk(0)
+    prep.value = _strip_validity(col)
+    prep.mask = None if dry else unpack_validity(col)
+    prep.mask_step = Step("pyarrow", "numpy", "validity bitmap unpacked to bool", copies=True)
+    prep.reasons.append(f"column {name!r}: {col.null_count} nulls; values are the buffer "
+                        "without its bitmap, the mask (bitmap unpacked to bool) is a copy")
+    return prep
+
+
+def _prepare_pandas(name: Any, s: Any, nulls: str, fill_value: Any, copy: bool | None,
+                    dry: bool) -> Prepared:
+    import numpy as np
+
+    dt = s.dtype
+    if isinstance(dt, np.dtype):
+        if dt.kind in "mM":
+            unit = np.datetime_data(dt)[0]
+            meta = {"type": str(dt), "unit": unit}
+            prep = Prepared(value=s.to_numpy().view(np.int64), meta=meta)
+            prep.steps.append(Step("pandas", "numpy", f"view {dt} as int64 (zero-copy; unit "
+                                   "kept in Columns.meta)"))
+            if s.isna().any():  # NaT is a sentinel, not a null, in NumPy-backed columns
+                prep.reasons.append(f"column {name!r}: NaT stays as the int64 minimum")
+            return prep
+        if dt.kind in "biufc":
+            return Prepared(value=s)
+        return _unsupported(name, dt)
+    # extension dtypes (masked Int64/Float64/boolean, ArrowDtype, str, category): via Arrow
+    pa = _pa()
+    if pa is None:
+        import pyarrow as pa
+    try:
+        arr = pa.array(s.array)
+    except Exception:
+        return _unsupported(name, dt)
+    prep = Prepared()
+    prep.steps.append(Step("pandas", "pyarrow", f"pyarrow.array(Series.array) ({dt})"))
+    return _prepare_arrow(name, arr, nulls, fill_value, copy, dry, prep)
+
+
+def _prepare_polars(name: Any, s: Any, nulls: str, fill_value: Any, copy: bool | None,
+                    dry: bool) -> Prepared:
+    dt = s.dtype
+    pl = sys.modules["polars"]
+    if dt.is_numeric() and not dt.is_decimal() and not s.null_count():
+        return Prepared(value=s)
+    if not (dt.is_numeric() or dt.is_temporal() or dt == pl.Boolean) or dt.is_decimal():
+        return _unsupported(name, dt)
+    prep = Prepared()
+    if dt == pl.Boolean and not s.null_count():
+        return Prepared(value=s)
+    if s.n_chunks() > 1:
+        if copy is False:
+            return Prepared(error=("zero-copy", f"column {name!r} is split into "
+                                   f"{s.n_chunks()} chunks; joining them copies"))
+        prep.copied = True
+        prep.reasons.append(f"column {name!r} is split into {s.n_chunks()} chunks; "
+                            "Series.to_arrow() joins them (a copy)")
+    prep.steps.append(Step("polars", "pyarrow", "Series.to_arrow()", copies=prep.copied))
+    if dry and prep.copied:  # a stand-in of the same type (and nulls) keeps explain copy-free
+        pa = _pa()
+        arr = s.head(0).to_arrow()
+        arr = pa.array([None], type=arr.type) if s.null_count() else arr
+    else:
+        arr = s.to_arrow()
+    return _prepare_arrow(name, arr, nulls, fill_value, copy, dry, prep)
+
+
+# ---- the table --------------------------------------------------------------------------------
+def _options(options: dict[str, Any]) -> tuple[str, Any, Any]:
+    nulls = options.pop("nulls", "raise")
+    fill_value = options.pop("fill_value", None)
+    columns = options.pop("columns", None)
+    if options:
+        raise InteropError(f"unknown table options {sorted(options)}; tables take nulls=, "
+                           "fill_value= and columns=")
+    if nulls not in NULLS_MODES:
+        raise InteropError(f"nulls must be one of {NULLS_MODES}, got {nulls!r}")
+    if nulls == "fill" and fill_value is None:
+        raise InteropError("nulls='fill' needs a fill_value (e.g. fill_value=0)")
+    if fill_value is not None and nulls != "fill":
+        raise InteropError(f"fill_value={fill_value!r} is used only with nulls='fill'")
+    if isinstance(columns, str):
+        columns = [columns]
+    return nulls, fill_value, columns
+
+
+def select(named: list[tuple[Any, Any]], columns: Iterable[Any] | None) -> list[tuple[Any, Any]]:
+    """The ``columns=`` selection, in the order asked; unknown names raise."""
+    names = [n for n, _ in named]
+    if len(set(map(_key, names))) != len(names):
+        dup = sorted({repr(n) for n in names if names.count(n) > 1})
+        raise InteropError(f"the table has duplicate column names {', '.join(dup)}; a dict "
+                           "of columns needs unique names (rename them first)")
+    if columns is None:
+        return named
+    by = dict(named)
+    missing = [c for c in columns if c not in by]
+    if missing:
+        raise InteropError(f"columns {missing} are not in the table; it has {names}")
+    return [(c, by[c]) for c in columns]
+
+
+def _key(n: Any) -> Any:
+    try:
+        hash(n)
+        return n
+    except TypeError:
+        return repr(n)
+
+
+def _raise_errors(source: str, preps: dict[Any, Prepared], nulls: str) -> None:
+    errs = {n: p.error for n, p in preps.items() if p.error is not None}
+    if not errs:
+        return
+    ok = [n for n, p in preps.items() if p.error is None or p.error[0] == "nulls"]
+    unsupported = [r for r, in ((e[1],) for e in errs.values() if e[0] == "unsupported")]
+    if unsupported:
+        raise UnsupportedConversionError(
+            f"{source}: {'; '.join(unsupported)}: only fixed-width numeric, boolean and "
+            f"temporal columns convert to arrays; select the convertible ones with "
+            f"columns={ok!r} (or cast the others first)")
+    with_nulls = [e[1] for e in errs.values() if e[0] == "nulls"]
+    if with_nulls:
+        raise NullsError(
+            f"{source}: {'; '.join(with_nulls)}, which a dense buffer cannot represent: pass "
+            "nulls='mask' for (values, mask) pairs, nulls='fill' with fill_value=..., or "
+            "columns= to leave them out")
+    zc = [e[1] for e in errs.values() if e[0] == "zero-copy"]
+    raise ZeroCopyError(f"copy=False but {source} needs a copy: {'; '.join(zc)}")
+
+
+def convert(source: str, named: list[tuple[Any, Any]], target: str, *, copy: bool | None,
+            device: Any, options: dict[str, Any], pre_steps: tuple[Step, ...] = ()) -> Columns:
+    """Convert each column to ``target``; ``Columns`` of arrays (or ``(values, mask)``)."""
+    from .. import api
+
+    nulls, fill_value, columns = _options(dict(options))
+    named = select(named, columns)
+    preps = {n: prepare(n, c, nulls=nulls, fill_value=fill_value, copy=copy) for n, c in named}
+    _raise_errors(source, preps, nulls)
+    out = Columns()
+    for n, p in preps.items():
+        try:
+            values = api.to_framework(p.value, target, copy=copy, device=device)
+        except InteropError as e:
+            raise type(e)(f"{source}, column {n!r}: {e}") from e
+        if p.mask is not None:
+            mask = api.to_framework(p.mask, target, device=device)
+            out[n] = (values, mask)
+        else:
+            out[n] = values
+        if p.meta:
+            out.meta[n] = p.meta
+    return out
+
+
+def explain(source: str, named: list[tuple[Any, Any]], target: str, *, copy: bool | None,
+            options: dict[str, Any], pre_steps: tuple[Step, ...] = (),
+            pre_reasons: tuple[str, ...] = (), zero_copy_known: bool = True) -> TablePlan:
+    """The :class:`TablePlan`: per column what happens and why; converts nothing."""
+    from .. import api
+
+    nulls, fill_value, columns = _options(dict(options))
+    named = select(named, columns)
+    plans: dict[Any, Plan] = {}
+    errors: list[str] = []
+    error_kind = None
+    for n, c in named:
+        p = prepare(n, c, nulls=nulls, fill_value=fill_value, copy=copy, dry=True)
+        plans[n] = cp = column_plan(source, n, p, target, copy, api)
+        if not cp.supported:
+            errors.append(cp.reasons[0] if cp.reasons else f"column {n!r}")
+            error_kind = error_kind or cp.error
+    zero_copy = zero_copy_known and all(p.zero_copy for p in plans.values())
+    summary = tuple(f"column {n!r}: " + ("zero-copy" if p.zero_copy else
+                                         "copy" if p.supported else f"fails ({p.error})")
+                    for n, p in plans.items())
+    steps = (*pre_steps, Step(source, target, f"column by column ({len(plans)} columns)"))
+    return TablePlan(source, target, steps, zero_copy and not errors,
+                     (*pre_reasons, *errors, *summary), (), supported=not errors,
+                     error=error_kind, columns=plans)
+
+
+def column_plan(source: str, name: Any, p: Prepared, target: str, copy: bool | None,
+                api: Any) -> Plan:
+    if p.error is not None:
+        kind, reason = p.error
+        return Plan(source, target, tuple(p.steps), False, (reason,), supported=False,
+                    error=kind)
+    inner = api.explain(p.value, target, copy=copy)
+    steps = (*p.steps, *inner.steps) + ((p.mask_step,) if p.mask_step else ())
+    zero_copy = inner.zero_copy and not p.copied and p.mask is None and p.mask_step is None
+    return Plan(inner.source, target, steps, zero_copy, (*p.reasons, *inner.reasons),
+                inner.hazards, supported=inner.supported, error=inner.error)
