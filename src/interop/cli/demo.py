@@ -218,8 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         n, why = cuda_devices()
         if not n:
             print(f"interop demo --device cuda: no CUDA device is present on this machine "
-                  f"({why}); no GPU work was done. The GPU variant needs one; run `python -m interop demo` for the "
-                  "CPU pipeline.", file=sys.stderr)
+                  f"({why}); no GPU work was done. The GPU variant needs one; run "
+                  "`python -m interop demo` for the CPU pipeline.", file=sys.stderr)
             return 3
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     report = Report(args.json)

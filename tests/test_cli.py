@@ -1,0 +1,140 @@
+"""The ``python -m interop`` commands, run as a user runs them: in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("jax")
+pytest.importorskip("pyarrow")
+
+
+def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "interop", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def table() -> dict:
+    r = run("table", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def doctor() -> dict:
+    r = run("doctor", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def demo() -> subprocess.CompletedProcess:
+    r = run("demo", "--rows", "20000")
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_usage_and_unknown_command():
+    r = run("--help")
+    assert r.returncode == 0 and "table" in r.stdout and "doctor" in r.stdout
+    r = run("nonsense")
+    assert r.returncode == 2 and "unknown command" in r.stderr
+
+
+def test_table_json_has_every_pair(table):
+    names = table["sources"]
+    assert {"numpy", "torch", "jax", "pyarrow", "pandas", "polars", "dlpack"} <= set(names)
+    assert {"cupy", "numba", "cudf", "torch-cuda", "jax-gpu"} <= set(names)
+    assert len(table["pairs"]) == len(names) * len(table["targets"])
+    cells = {(c["source"], c["target"]): c for c in table["pairs"]}
+    assert cells[("pyarrow", "torch")]["status"] == "zero-copy"
+    assert cells[("numpy", "jax")]["status"] == "zero-copy"
+    for c in table["pairs"]:
+        assert c["status"] in ("zero-copy", "copy", "unsupported", "not probed")
+        if c["status"] != "zero-copy":
+            assert c["reason"]
+
+
+def test_table_gpu_cells_are_not_guessed(table):
+    if table["cuda"] != "no CUDA device":
+        pytest.skip("a CUDA device is present: GPU cells are probed")
+    for c in table["pairs"]:
+        if c["source"] in ("cupy", "torch-cuda") or c["target"] in ("cudf", "jax-gpu"):
+            assert c["status"] == "not probed"
+            assert "no CUDA device" in c["reason"]
+
+
+def test_table_markdown_has_legend_and_notes(table):
+    from interop.cli.table import markdown
+
+    md = markdown(table)
+    assert "Legend:" in md and "## Notes" in md and "[^1]:" in md
+    assert "| **numpy** |" in md
+
+
+def test_doctor_lists_frameworks_with_versions(doctor):
+    import torch
+
+    fws = {f["name"]: f for f in doctor["frameworks"]}
+    assert fws["torch"]["importable"] and fws["torch"]["version"] == torch.__version__
+    assert "DLPack import" in fws["torch"]["protocols"]
+    assert fws["numpy"]["version"]
+    assert isinstance(doctor["gpus"]["count"], int)
+    assert "active" in doctor["pool"]
+
+
+def test_doctor_checks_the_known_pitfalls(doctor):
+    pits = {p["id"]: p for p in doctor["pitfalls"]}
+    assert {"torch-negative-strides", "torch-readonly", "jax-misaligned-copy",
+            "jax-x64"} <= set(pits)
+    neg = pits["torch-negative-strides"]
+    assert neg["state"] in ("present", "absent")
+    assert neg["interop"].startswith("guarded")
+    assert pits["jax-misaligned-copy"]["interop"].startswith("guarded")
+    assert pits["torch-readonly"]["interop"].startswith("reported")
+
+
+def test_doctor_text_is_readable(doctor):
+    from interop.cli.doctor import render
+
+    out = render(doctor)
+    assert "frameworks:" in out and "GPUs:" in out and "RMM pool:" in out
+    assert "known pitfalls" in out
+
+
+def test_demo_reports_each_handover(demo):
+    out = demo.stdout
+    assert "20,000 rows" in out
+    # the torch step of a fixed-width Arrow column is zero-copy, checked by pointer
+    torch_step = out.split("pyarrow columns -> torch")[1].split("\n[")[0]
+    assert "x1: zero-copy (checked by pointer)" in torch_step
+    assert "pyarrow -> torch: zero-copy" in torch_step
+    assert "torch -> jax: zero-copy" in out
+    assert "jax -> pyarrow: zero-copy" in out
+    assert "hand-overs between frameworks were zero-copy" in out
+    assert " ms)" in out  # per-step times
+
+
+def test_demo_json():
+    r = run("demo", "--rows", "5000", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["handovers"] >= 6 and d["zero_copy"] == d["handovers"]
+    names = [s["step"] for s in d["steps"]]
+    assert any("torch" in n for n in names) and any("JAX" in n for n in names)
+
+
+def test_demo_cuda_says_no_device_without_faking_one():
+    from interop.cli import cuda_devices
+
+    if cuda_devices()[0]:
+        pytest.skip("a CUDA device is present")
+    r = run("demo", "--device", "cuda", "--rows", "1000")
+    assert r.returncode != 0
+    assert "no CUDA device" in r.stderr
+    assert "zero-copy" not in r.stdout
