@@ -132,8 +132,11 @@ def _arrow_c_convert(x: Any, target: str, *, copy: bool | None = None, device: A
         return _convert(label, _arrow_table(t), target, copy, device, options, steps)
     else:
         imp, dev, _ = arrow_c.import_device_array(x)
-        if dev != arrow_c.ARROW_DEVICE_CPU:  # pragma: no cover - needs a GPU
+        if dev == arrow_c.ARROW_DEVICE_CUDA:  # pragma: no cover - needs a GPU
             return _convert(label, arrow_c.device_columns(imp), target, copy, device, options)
+        if dev != arrow_c.ARROW_DEVICE_CPU:
+            raise UnsupportedConversionError(f"{label}: Arrow device type {dev} is not supported "
+                                             "(CPU and CUDA are)")
     pa = sys.modules["pyarrow"]
     if isinstance(imp, pa.RecordBatch):
         return _convert(label, _arrow_table(imp), target, copy, device, options)

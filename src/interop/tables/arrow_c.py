@@ -88,7 +88,7 @@ def import_device_array(x: Any) -> tuple[Any, int, int]:
         schema_capsule, array_capsule = x.__arrow_c_device_array__()
         batch = pa.Array._import_from_c_device_capsule(schema_capsule, array_capsule)
     dev = getattr(batch, "device_type", None)
-    kind = ARROW_DEVICE_CPU if dev is None or str(dev).endswith("CPU") else ARROW_DEVICE_CUDA
+    kind = ARROW_DEVICE_CPU if dev is None else int(getattr(dev, "value", dev))
     return batch, kind, 0
 
 
@@ -112,5 +112,9 @@ class CudaColumn:  # pragma: no cover - needs a GPU and pyarrow built with CUDA
 
 
 def device_columns(batch: Any) -> list[tuple[str, Any]]:  # pragma: no cover - needs a GPU
-    """``[(name, CudaColumn)]`` for a record batch imported from a CUDA device."""
-    return [(f.name, CudaColumn(batch.column(i))) for i, f in enumerate(batch.schema)]
+    """``[(name, CuPy array)]`` over each column's device buffer (through its CAI), for a
+    record batch imported from a CUDA device."""
+    import cupy
+
+    return [(f.name, cupy.asarray(CudaColumn(batch.column(i))))
+            for i, f in enumerate(batch.schema)]
