@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..protocols import dlpack
-from .base import Adapter, ConsumerRules, Edge, view_obstacle
+from .base import UNSUPPORTED, Adapter, ConsumerRules, Edge, view_obstacle
 
 
 def _is_value(x: Any) -> bool:
@@ -34,14 +35,29 @@ def _preview(c: Any) -> Any:
     return arr.view(dlpack.numpy_dtype(v.dtype))
 
 
+def _np_export_check(a: Any) -> tuple[str, str] | None:
+    if dlpack.typestr_of(a.dtype) not in dlpack._TO_DL:
+        return UNSUPPORTED, f"dtype {a.dtype} has no DLPack code"
+    return None
+
+
 def _to_capsule(x: Any) -> Any:
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.ndarray) and x.dtype.kind == "V":
+        # bfloat16/float8 (ml_dtypes): NumPy exports the bits as unsigned ints of the same
+        # width; the capsule is ours until handed out, so its dtype code is set here.
+        code, bits, _ = dlpack.dtype_to_dl(dlpack.typestr_of(x.dtype))
+        capsule = dlpack.export(x.view(dlpack.carrier_dtype(x.itemsize)))
+        mt = dlpack._managed(capsule)[1]
+        mt.dl_tensor.dtype.code, mt.dl_tensor.dtype.bits = code, bits
+        return capsule
     return dlpack.export(x)
 
 
 def _edges() -> list[Edge]:
     return [
         Edge("dlpack", "numpy", "DLPack: interop capsule reader", dlpack.to_numpy, cost=1.0),
-        Edge("numpy", "dlpack", "ndarray.__dlpack__", _to_capsule),
+        Edge("numpy", "dlpack", "ndarray.__dlpack__", _to_capsule, check=_np_export_check),
         Edge("torch", "dlpack", "Tensor.__dlpack__",
              lambda t: dlpack.export(t.detach() if t.requires_grad else t)),
         Edge("jax", "dlpack", "Array.__dlpack__", _to_capsule),
