@@ -118,10 +118,11 @@ def _readonly_hazard(x: Any) -> str | None:
 # ---- numpy <-> torch fast paths -----------------------------------------------------
 
 def _np_check(a: Any) -> tuple[str, str] | None:
-    if a.dtype.kind == "V":
+    if a.dtype.kind == "V":  # bfloat16/float8: strides still need checking below
         ts = dlpack.typestr_of(a.dtype)
-        return None if ts in _tables()[1] else (UNSUPPORTED, f"torch has no dtype {a.dtype}")
-    if a.dtype.char not in "?bBhHiIlLqQefdFD" or not a.dtype.isnative:
+        if ts not in _tables()[1]:
+            return UNSUPPORTED, f"torch has no dtype {a.dtype}"
+    elif a.dtype.char not in "?bBhHiIlLqQefdFD" or not a.dtype.isnative:
         return UNSUPPORTED, f"torch has no dtype {a.dtype} (byte order {a.dtype.byteorder!r})"
     if a.flags.c_contiguous:
         return None
