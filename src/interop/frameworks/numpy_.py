@@ -37,6 +37,9 @@ def _check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
         acc = rules.accepts(ts) if rules.accepts else None
         return (UNSUPPORTED, acc) if acc else None
     if not flags.aligned:
+        acc = rules.accepts(ts) if rules.accepts else None  # a copy cannot fix the dtype
+        if acc:
+            return UNSUPPORTED, acc
         return COPY_ROUTE, "the array is not aligned to its itemsize"
     return view_obstacle(view(x), rules)
 

@@ -68,8 +68,10 @@ def _np_check(a: Any) -> tuple[str, str] | None:
         return COPIES, "polars packs booleans into bits; packing them copies"
     if a.dtype.char not in _POLARS_NUMERIC or not a.dtype.isnative:
         return UNSUPPORTED, f"polars has no numeric dtype for {a.dtype}"
-    if not a.flags.c_contiguous:
+    if not a.flags.c_contiguous or (a.size and a.strides[0] != a.itemsize):
         return COPY_ROUTE, f"strides {a.strides} are not contiguous: polars buffers are dense"
+    if not a.flags.aligned:
+        return COPY_ROUTE, "the array is not aligned to its itemsize: polars.Series copies it"
     return None
 
 

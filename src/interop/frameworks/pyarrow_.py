@@ -92,8 +92,10 @@ def _np_check(a: Any) -> tuple[str, str] | None:
         return COPIES, "Arrow packs booleans into bits; packing them copies"
     if ch not in _ARROW_NUMERIC and a.dtype.kind not in "mM" or not a.dtype.isnative:
         return UNSUPPORTED, f"Arrow has no type for dtype {a.dtype}"
-    if not a.flags.c_contiguous:
+    if not a.flags.c_contiguous or (a.size and a.strides[0] != a.itemsize):
         return COPY_ROUTE, f"strides {a.strides} are not contiguous: Arrow buffers are dense"
+    if not a.flags.aligned:
+        return COPY_ROUTE, "the array is not aligned to its itemsize: pyarrow.array copies it"
     return None
 
 

@@ -141,6 +141,13 @@ def _from_numpy(a: Any) -> Any:
     if a.dtype.kind == "V":
         ts = dlpack.typestr_of(a.dtype)
         return torch.from_numpy(a.view(_BITS[a.itemsize])).view(_tables()[1][ts])
+    if any(s < 0 for s in a.strides):
+        # only on dims of extent <= 1 or in empty arrays (the check sent the rest to a copy):
+        # the stride is never used, but torch.from_numpy refuses any negative stride
+        import numpy as np
+
+        strides = [0 if n <= 1 or not a.size else s for n, s in zip(a.shape, a.strides)]
+        a = np.lib.stride_tricks.as_strided(a, a.shape, strides, writeable=a.flags.writeable)
     return torch.from_numpy(a)
 
 

@@ -12,7 +12,12 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CapsuleConsumedError, ProtocolError, UnsupportedConversionError
+from ..errors import (
+    CapsuleConsumedError,
+    InteropError,
+    ProtocolError,
+    UnsupportedConversionError,
+)
 from ..view import BufferView
 
 MAX_VERSION = (1, 1)
@@ -186,9 +191,13 @@ def export(x: Any, *, stream: int | None = None, versioned: bool = True,
         try:
             capsule = x.__dlpack__(**extra)
         except TypeError:
-            capsule = x.__dlpack__(**kw)
+            capsule = _call_dlpack(x, kw)
+        except InteropError:
+            raise
+        except Exception as e:  # a producer that raises is a broken (or refusing) producer
+            raise _refused(x, e) from e
     else:
-        capsule = x.__dlpack__(**kw)
+        capsule = _call_dlpack(x, kw)
     name = _capsule_name(capsule)
     if name not in (b"dltensor", b"dltensor_versioned"):
         raise ProtocolError(
@@ -196,6 +205,19 @@ def export(x: Any, *, stream: int | None = None, versioned: bool = True,
             "expected a capsule named 'dltensor' or 'dltensor_versioned'"
         )
     return capsule
+
+
+def _call_dlpack(x: Any, kw: dict[str, Any]) -> Any:
+    try:
+        return x.__dlpack__(**kw)
+    except InteropError:
+        raise
+    except Exception as e:
+        raise _refused(x, e) from e
+
+
+def _refused(x: Any, e: Exception) -> ProtocolError:
+    return ProtocolError(f"{type(x).__name__}.__dlpack__() raised {type(e).__name__}: {e}")
 
 
 # ---- capsules, read with ctypes -------------------------------------------------------
