@@ -1,0 +1,74 @@
+"""Every ```python block of README.md and docs/*.md (the user docs) runs.
+
+Blocks of one file run in order in one namespace, like a reader following along. A block
+preceded by a ``<!-- no-test -->`` line is skipped: only for examples that need a GPU.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md"] + [ROOT / "docs" / f"{n}.md" for n in
+                               ("index", "quickstart", "concepts", "frameworks",
+                                "troubleshooting")]
+BLOCK = re.compile(r"(?P<before>[^\n]*)\n```python\n(?P<code>.*?)\n```", re.S)
+
+
+def blocks(path: Path) -> list[tuple[int, str, bool]]:
+    """``(line, code, skipped)`` for each python block of ``path``."""
+    text = "\n" + path.read_text()
+    out = []
+    for m in BLOCK.finditer(text):
+        line = text[:m.start("code")].count("\n")
+        out.append((line, m.group("code"), m.group("before").strip() == "<!-- no-test -->"))
+    return out
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_python_example_runs(path):
+    assert path.exists(), f"{path} is missing"
+    found = blocks(path)
+    assert found or path.name == "index.md", f"{path.name} has no python examples"
+    ns: dict = {"__name__": f"docs_{path.stem}"}
+    for line, code, skipped in found:
+        if skipped:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                exec(compile(code, f"{path.name}:{line}", "exec"), ns)
+            except Exception as e:
+                raise AssertionError(f"{path.name}, block at line {line} failed: "
+                                     f"{type(e).__name__}: {e}") from e
+
+
+def test_skipped_blocks_are_for_gpus_only():
+    for path in DOCS:
+        if not path.exists():
+            continue
+        for line, code, skipped in blocks(path):
+            if skipped:
+                assert re.search(r"cuda|cupy|gpu|rmm|mempool", code, re.I), (
+                    f"{path.name}:{line} is marked no-test but needs no GPU")
+
+
+def test_readme_names_the_two_commands_and_links():
+    text = (ROOT / "README.md").read_text()
+    for needle in ("./scripts/demo.sh", "./scripts/test.sh", "conversion_table.md", "docs/"):
+        assert needle in text
+
+
+def test_troubleshooting_covers_every_error():
+    import inspect
+
+    from interop import errors
+
+    text = (ROOT / "docs" / "troubleshooting.md").read_text()
+    for name, cls in inspect.getmembers(errors, inspect.isclass):
+        if issubclass(cls, errors.InteropError):
+            assert f"## {name}" in text, f"docs/troubleshooting.md lacks a section for {name}"
