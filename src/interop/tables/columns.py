@@ -158,7 +158,32 @@ def prepare(name: Any, col: Any, *, nulls: str, fill_value: Any, copy: bool | No
         return _prepare_pandas(name, col, nulls, fill_value, copy, dry)
     if mod == "polars":
         return _prepare_polars(name, col, nulls, fill_value, copy, dry)
+    if mod == "cudf":  # pragma: no cover - needs a GPU
+        return _prepare_cudf(name, col, nulls, fill_value, copy, dry)
     return Prepared(value=col)
+
+
+def _prepare_cudf(name: Any, s: Any, nulls: str, fill_value: Any, copy: bool | None,
+                  dry: bool) -> Prepared:  # pragma: no cover - needs a GPU
+    """A cuDF Series: its CAI when it has no nulls; nulls filled on the device otherwise."""
+    n = int(s.null_count)
+    if not n:
+        return Prepared(value=s)
+    if nulls == "raise":
+        return Prepared(error=("nulls", f"column {name!r} ({s.dtype}) holds {n} nulls"))
+    if copy is False:
+        return Prepared(error=("zero-copy", f"column {name!r}: cuDF exposes no CAI for a "
+                               "column with nulls; filling them writes a new device buffer"))
+    prep = Prepared(copied=True)
+    fill = fill_value if nulls == "fill" else 0
+    prep.value = s if dry else s.fillna(fill)
+    prep.steps.append(Step("cudf", "cudf", f"Series.fillna({fill!r})", copies=True))
+    prep.reasons.append(f"column {name!r}: {n} nulls filled with {fill!r} on the device "
+                        "(a copy)")
+    if nulls == "mask":
+        prep.mask = None if dry else s.notna()
+        prep.mask_step = Step("cudf", "cudf", "Series.notna()", copies=True)
+    return prep
 
 
 def _unsupported(name: Any, t: Any) -> Prepared:
