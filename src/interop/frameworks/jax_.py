@@ -122,15 +122,19 @@ def _np_to_jax(a: Any) -> Any:
 
 
 def _to_numpy(x: Any) -> Any:
-    import numpy as np
-
+    np = sys.modules.get("numpy")  # always loaded once jax is; no import statement per call
+    if np is None:  # pragma: no cover
+        import numpy as np
     return np.asarray(x)
 
 
 def _jax_np_check(x: Any) -> tuple[str, str] | None:
-    if len(x.devices()) != 1:
+    # ``x.sharding.device_set`` is what ``x.devices()`` returns, without the copy into a
+    # new set (read once: this runs on every jax -> numpy call).
+    devs = x.sharding.device_set
+    if len(devs) != 1:
         return COPIES, "the array is sharded over several devices: gathering it copies"
-    if _device(x)[0] != "cpu":
+    if next(iter(devs)).platform != "cpu":
         return COPIES, "the array lives on a GPU; NumPy reads host memory"
     return None
 

@@ -19,10 +19,8 @@ def _is_value(x: Any) -> bool:
 
 def check(s: Any) -> tuple[str, str] | None:
     """Why the Series' values cannot be viewed as NumPy without a copy."""
-    import numpy as np
-
     dt = s.dtype
-    if isinstance(dt, np.dtype):
+    if isinstance(dt, _np().dtype):
         if dt.char in _NUMERIC or dt.kind in "mM":
             return None
         return UNSUPPORTED, f"pandas Series {s.name!r} of dtype {dt} is not numeric"
@@ -36,8 +34,17 @@ def check(s: Any) -> tuple[str, str] | None:
     return COPIES, f"pandas extension dtype {dt} keeps values and mask apart; to_numpy copies"
 
 
+def _np() -> Any:
+    np = sys.modules.get("numpy")  # pandas imports NumPy: no import statement per call
+    if np is None:  # pragma: no cover
+        import numpy as np
+    return np
+
+
 def _to_numpy_view(s: Any) -> Any:
     dt = s.dtype
+    if isinstance(dt, _np().dtype):  # the common case; skips a failing getattr below
+        return s.to_numpy()
     numpy_dt = getattr(dt, "numpy_dtype", None)
     if numpy_dt is not None and not isinstance(dt, type(numpy_dt)):
         return s.to_numpy(dtype=numpy_dt)
