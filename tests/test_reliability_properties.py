@@ -382,7 +382,7 @@ def check_case(src_fw: str, tgt: str, lay: Layout) -> Outcome | None:
             f"{lay.describe()}: plan claims zero-copy {src_fw}->{tgt} but no memory is "
             f"shared\n{plan}")
         if not src.writable and src_fw in ("numpy", "dlpack") and isinstance(res, np.ndarray):
-            assert not res.flags.writeable, f"{lay.describe()}: a read-only source came back writable"
+            assert not res.flags.writeable, f"{lay.describe()}: read-only came back writable"
         out.wrote_through = write_through(src, res, tgt)
     # 4. copy=False raises exactly when the plan (of that value) says a copy is needed
     src = make_source(src_fw, lay)

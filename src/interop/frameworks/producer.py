@@ -16,7 +16,10 @@ def _is_dlpack_producer(x: Any) -> bool:
 
 
 def _is_buffer(x: Any) -> bool:
-    if hasattr(x, "__array_interface__"):
+    try:
+        if hasattr(x, "__array_interface__"):
+            return True
+    except Exception:  # the property raises: it claims the interface; validate() says why
         return True
     try:
         memoryview(x)
@@ -31,22 +34,28 @@ def _producer_view(x: Any):
 
 def _producer_check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     dev = dlpack.device_of(x)
-    if dlpack.device_name(dev[0]) != "cpu":
+    view = _producer_view(x)
+    declared = dlpack.device_name(dev[0])
+    if view.device[0] != declared:
+        # consumers trust __dlpack_device__ to pick their import path: a lie crashes them
+        raise dlpack.ProtocolError(
+            f"{type(x).__name__}.__dlpack_device__() says {declared} ({dev}) but its capsule "
+            f"holds {view.device[0]} memory")
+    if declared != "cpu":
         return None
-    return view_obstacle(_producer_view(x), rules)
+    return view_obstacle(view, rules)
 
 
 def _to_numpy_checked(x: Any) -> Any:
     import numpy as np
-
-    from .numpy_ import from_dlpack
 
     dev = dlpack.device_of(x)
     if dlpack.device_name(dev[0]) != "cpu":
         from ..errors import DeviceError
 
         raise DeviceError(f"{type(x).__name__} lives on device {dev}; NumPy reads host memory")
-    arr = from_dlpack(x)
+    # interop's reader validates the capsule (NULL data, shape, dtype) before NumPy sees it
+    arr = dlpack.to_numpy(dlpack.export(x))
     if not isinstance(arr, np.ndarray):  # pragma: no cover
         raise dlpack.ProtocolError(f"{type(x).__name__} did not give an array")
     return arr
@@ -55,9 +64,17 @@ def _to_numpy_checked(x: Any) -> Any:
 def _buffer_to_numpy(x: Any) -> Any:
     import numpy as np
 
-    if hasattr(x, "__array_interface__"):
+    try:
+        has_ai = hasattr(x, "__array_interface__")
+    except Exception:
+        has_ai = True
+    if has_ai:
         array_interface.validate(x)
-    return np.asarray(x)
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError, BufferError) as e:
+        raise array_interface.ProtocolError(
+            f"NumPy cannot read {type(x).__name__} as an array: {type(e).__name__}: {e}") from e
 
 
 PRODUCER = Adapter(

@@ -63,6 +63,12 @@ def validate(obj: Any) -> dict:
         if data[0] == 0 and size:
             raise ProtocolError(f"{name}.__array_interface__ has a NULL data pointer for "
                                 f"{size} elements")
+    if data is None:
+        try:
+            memoryview(obj)
+        except TypeError:
+            raise ProtocolError(f"{name}.__array_interface__ has no 'data' and {name} exposes no "
+                                "buffer protocol to take it from") from None
     if ai.get("mask") is not None:
         raise ProtocolError(f"{name}.__array_interface__ has a mask, which would be dropped; "
                             "fill the masked values first")

@@ -160,6 +160,9 @@ def device_of(x: Any) -> tuple[int, int]:
         dev = x.__dlpack_device__()
     except AttributeError:
         raise ProtocolError(f"{type(x).__name__} has no __dlpack_device__") from None
+    except Exception as e:  # a producer that raises is a broken producer
+        raise ProtocolError(
+            f"{type(x).__name__}.__dlpack_device__() raised {type(e).__name__}: {e}") from e
     if (not isinstance(dev, tuple) or len(dev) != 2
             or not all(isinstance(v, int) for v in dev)):
         raise ProtocolError(
