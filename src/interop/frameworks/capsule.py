@@ -43,7 +43,7 @@ def _np_export_check(a: Any) -> tuple[str, str] | None:
 
 def _to_capsule(x: Any) -> Any:
     np = sys.modules.get("numpy")
-    if np is not None and isinstance(x, np.ndarray) and x.dtype.kind == "V":
+    if np is not None and isinstance(x, np.ndarray) and x.dtype.type.__module__ == "ml_dtypes":
         # bfloat16/float8 (ml_dtypes): NumPy exports the bits as unsigned ints of the same
         # width; the capsule is ours until handed out, so its dtype code is set here.
         code, bits, _ = dlpack.dtype_to_dl(dlpack.typestr_of(x.dtype))

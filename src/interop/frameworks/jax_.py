@@ -112,7 +112,7 @@ class _Alias:
 def _np_to_jax(a: Any) -> Any:
     import jax
 
-    if a.dtype.kind == "V":
+    if a.dtype.type.__module__ == "ml_dtypes":
         return jax.numpy.asarray(a)
     if not a.flags.writeable:
         import numpy as np

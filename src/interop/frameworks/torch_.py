@@ -109,6 +109,11 @@ def _readonly_hazard(x: Any) -> str | None:
     np = sys.modules.get("numpy")
     ro = (np is not None and isinstance(x, np.ndarray) and not x.flags.writeable) or (
         type(x).__module__.startswith(("jax", "jaxlib")))
+    if not ro and dlpack.is_capsule(x):  # a DLPack 1.x capsule flagged read-only
+        try:
+            ro = dlpack.inspect_capsule(x).view.readonly
+        except Exception:  # a consumed or foreign capsule: the conversion reports it
+            ro = False
     if ro:
         return ("torch tensors cannot be read-only: writes through the result change memory "
                 "the source treats as read-only/immutable")
@@ -118,7 +123,7 @@ def _readonly_hazard(x: Any) -> str | None:
 # ---- numpy <-> torch fast paths -----------------------------------------------------
 
 def _np_check(a: Any) -> tuple[str, str] | None:
-    if a.dtype.kind == "V":  # bfloat16/float8: strides still need checking below
+    if a.dtype.type.__module__ == "ml_dtypes":  # bfloat16/float8: strides checked below
         ts = dlpack.typestr_of(a.dtype)
         if ts not in _tables()[1]:
             return UNSUPPORTED, f"torch has no dtype {a.dtype}"
@@ -138,7 +143,7 @@ def _np_check(a: Any) -> tuple[str, str] | None:
 def _from_numpy(a: Any) -> Any:
     import torch
 
-    if a.dtype.kind == "V":
+    if a.dtype.type.__module__ == "ml_dtypes":
         ts = dlpack.typestr_of(a.dtype)
         return torch.from_numpy(a.view(_BITS[a.itemsize])).view(_tables()[1][ts])
     if any(s < 0 for s in a.strides):

@@ -149,7 +149,8 @@ def numpy_dtype(typestr: str) -> Any:
 
 def typestr_of(dtype: Any) -> str:
     """The key of ``dtype`` in the DLPack table: ``"<f4"`` or an ml_dtypes name."""
-    if dtype.kind == "V" and dtype.names is None and dtype.type.__module__ == "ml_dtypes":
+    # ml_dtypes types by name (most have kind "V", but float8_e5m2 has kind "f")
+    if dtype.names is None and dtype.type.__module__ == "ml_dtypes":
         return dtype.name
     return dtype.newbyteorder("<").str if dtype.byteorder != "|" else dtype.str
 
