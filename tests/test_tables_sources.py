@@ -201,3 +201,15 @@ def test_dict_build_errors():
         interop.to_framework({1: np.arange(3)}, "pyarrow")
     with pytest.raises(UnsupportedConversionError, match="column 'm'.*one-dimensional"):
         interop.to_framework({"m": np.zeros((3, 2))}, "pyarrow")
+
+
+def test_masked_pairs_convert_between_frameworks_and_columns_of():
+    from interop.tables import columns_of
+
+    t = pa.table({"a": pa.array([1, None, 3]), "f": pa.array([0.5, 1.5, 2.5])})
+    cols = interop.to_framework(t, "numpy", nulls="mask")
+    as_torch = interop.to_framework(dict(cols), "torch")
+    v, m = as_torch["a"]
+    assert m.tolist() == [True, False, True] and v[m].tolist() == [1, 3]
+    arrays = columns_of(t, "pyarrow", columns=["f"])
+    assert isinstance(arrays["f"], pa.ChunkedArray) and arrays["f"].to_pylist() == [0.5, 1.5, 2.5]

@@ -159,7 +159,7 @@ def explain(source: str, cols: Mapping, target: str, *, copy: bool | None = None
     from .. import api
 
     named = _named(cols)
-    col_target = "pandas" if target == "pandas" else "pyarrow"
+    col_target = target if target in ("pandas", "cudf") else "pyarrow"
     plans: dict[str, Plan] = {}
     for n, v in named:
         if isinstance(v, tuple):

@@ -153,6 +153,9 @@ def prepare(name: Any, col: Any, *, nulls: str, fill_value: Any, copy: bool | No
     pa = _pa()
     if pa is not None and isinstance(col, (pa.Array, pa.ChunkedArray)):
         return _prepare_arrow(name, col, nulls, fill_value, copy, dry)
+    if isinstance(col, tuple) and len(col) == 2:  # a (values, mask) pair, e.g. from Columns
+        return Prepared(value=col[0], mask=col[1],
+                        mask_step=Step("mask", "mask", "the mask converts on its own"))
     mod = type(col).__module__.partition(".")[0]
     if mod == "pandas":
         return _prepare_pandas(name, col, nulls, fill_value, copy, dry)
