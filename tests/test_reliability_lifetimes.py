@@ -1,0 +1,106 @@
+"""Lifetimes: results outlive their sources, across chains of conversions; capsules die used."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import interop
+from interop.errors import CapsuleConsumedError
+from interop.protocols import dlpack
+
+CHAINS = [
+    ("torch", "jax", "numpy", "pyarrow", "polars"),
+    ("torch", "numpy", "pandas", "numpy", "jax"),
+    ("dlpack", "torch", "dlpack", "numpy", "pyarrow"),
+    ("jax", "dlpack", "numpy", "torch", "pandas"),
+    ("pyarrow", "torch", "jax", "dlpack", "numpy"),
+    ("polars", "numpy", "torch", "dlpack", "jax"),
+]
+
+
+def _host(x) -> np.ndarray:
+    if dlpack.is_capsule(x):
+        return np.array(dlpack.to_numpy(x))
+    mod = type(x).__module__.partition(".")[0]
+    if mod == "torch":
+        return x.numpy().copy()
+    if mod in ("pyarrow",):
+        return np.array(x.to_numpy(zero_copy_only=False))
+    if mod in ("pandas", "polars"):
+        return np.array(x.to_numpy())
+    return np.array(x)
+
+
+def _churn() -> None:
+    """Collect, then allocate and scribble so freed memory would be reused and show."""
+    gc.collect()
+    junk = [np.full(n, -1.0) for n in (4, 64, 1000, 4096, 100_000)]
+    del junk
+
+
+@pytest.mark.parametrize("chain", CHAINS, ids=["->".join(c) for c in CHAINS])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "uint8"])
+def test_result_outlives_every_source_of_a_chain(chain, dtype):
+    saved = (np.arange(1, 4097) % 113).astype(dtype)
+    x = np.array(saved)                      # the numpy origin
+    for tgt in chain:
+        if tgt == "jax" and saved.dtype.itemsize == 8:
+            tgt = "torch"                    # JAX without x64 refuses 64-bit: stay zero-copy
+        y = interop.to_framework(x, tgt)
+        del x                                # drop the previous step (its capsule is used up)
+        x = y
+    _churn()                                 # every source of the chain is gone now
+    assert np.array_equal(_host(x), saved), f"{chain}: values changed once sources were freed"
+
+
+def test_source_deleted_before_result_is_read():
+    import torch
+
+    src = np.arange(10_000, dtype=np.float64)
+    t = interop.to_framework(src, "torch")
+    j = interop.to_framework(interop.to_framework(src, "dlpack"), "numpy")
+    del src
+    _churn()
+    assert float(t.sum()) == float(np.arange(10_000).sum())
+    assert float(j.sum()) == float(np.arange(10_000).sum())
+    del torch
+
+
+@pytest.mark.parametrize("target", ["numpy", "torch", "jax", "pyarrow"])
+def test_no_capsule_left_reusable(target):
+    cap = np.arange(8, dtype=np.float32).__dlpack__(max_version=(1, 1))
+    res = interop.to_framework(cap, target)
+    assert dlpack._capsule_name(cap).startswith(b"used_"), "a consumed capsule keeps its name"
+    with pytest.raises(CapsuleConsumedError):
+        interop.to_framework(cap, target)
+    del cap
+    _churn()
+    assert np.array_equal(_host(res), np.arange(8, dtype=np.float32))
+
+
+def test_dlpack_result_is_consumed_once():
+    cap = interop.to_framework(np.arange(5.0), "dlpack")
+    a = interop.to_framework(cap, "numpy")
+    with pytest.raises(CapsuleConsumedError):
+        interop.to_framework(cap, "torch")
+    assert np.array_equal(a, np.arange(5.0))
+
+
+def test_unconsumed_capsule_frees_its_producer():
+    import weakref
+
+    class Holder(np.ndarray):
+        pass
+
+    base = np.arange(1000.0).view(Holder)
+    ref = weakref.ref(base)
+    cap = base.__dlpack__(max_version=(1, 1))
+    del base
+    gc.collect()
+    assert ref() is not None                 # the capsule keeps its producer alive
+    del cap
+    gc.collect()
+    assert ref() is None                     # and lets it go when dropped unused
