@@ -246,11 +246,12 @@ def collect() -> dict[str, Any]:
 def render(d: dict[str, Any]) -> str:
     lines = [f"interop {d['interop']} on Python {d['python']} ({d['platform']})", "",
              "frameworks:"]
+    w = max([len(f["name"]) for f in d["frameworks"]] + [8])
     for f in d["frameworks"]:
         if not f["importable"]:
-            lines.append(f"  {f['name']:<8} not installed")
+            lines.append(f"  {f['name']:<{w}} not installed")
             continue
-        lines.append(f"  {f['name']:<8} {f['version'] or '?':<12} devices: "
+        lines.append(f"  {f['name']:<{w}} {f['version'] or '?':<12} devices: "
                      f"{', '.join(f['devices']):<10} protocols: "
                      f"{', '.join(f['protocols']) or 'native calls only (no DLPack)'}")
     g = d["gpus"]
