@@ -29,9 +29,11 @@ def to_framework(x: Any, target: str, *, device: str | None = None, copy: bool |
     """
     if stream is None and not options:
         try:
-            return _PLANS[(type(x), target, device, copy)](x)
-        except (KeyError, TypeError):
-            pass
+            fn = _PLANS.get((type(x), target, device, copy))
+        except TypeError:  # an unhashable argument: the slow path names it
+            fn = None
+        if fn is not None:
+            return fn(x)
     return REGISTRY.runner(x, target, device, copy, stream, options)(x)
 
 

@@ -231,8 +231,8 @@ class Registry:
             return _identity
         if stream is not None:
             edges = [_with_stream(e, self.adapters, stream) for e in edges]
-        if len(edges) == 1 and edges[0].check is None and not edges[0].eafp:
-            return edges[0].convert
+        if len(edges) == 1:
+            return self._single(edges[0], tgt, copy, device)
 
         def run(x: Any) -> Any:
             for e in edges:
@@ -250,6 +250,30 @@ class Registry:
             return x
 
         return run
+
+    def _single(self, e: Edge, tgt: str, copy: bool | None,
+                device: str) -> Callable[[Any], Any]:
+        """A one-step plan, with as little work per call as the edge allows."""
+        convert = e.convert
+        if e.check is None and not e.eafp:
+            return convert
+        if e.eafp or e.check is None:
+            def run_eafp(x: Any) -> Any:
+                try:
+                    return convert(x)
+                except NeedsCopy as nc:
+                    return self.obstacle((nc.verdict, nc.reason), e, x, tgt, copy, device)
+
+            return run_eafp
+        check = e.check
+
+        def run_checked(x: Any) -> Any:
+            verdict = check(x)
+            if verdict is None or (verdict[0] == COPIES and copy is None):
+                return convert(x)
+            return self.obstacle(verdict, e, x, tgt, copy, device)
+
+        return run_checked
 
     def obstacle(self, verdict: tuple[str, str], edge: Edge, x: Any, tgt: str,
                  copy: bool | None, device: str = "cpu") -> Any:
