@@ -71,7 +71,9 @@ def _buffer_to_numpy(x: Any) -> Any:
     if has_ai:
         array_interface.validate(x)
     try:
-        return np.asarray(x)
+        # a plain buffer (bytes, bytearray, array.array) is read through memoryview: NumPy
+        # would copy bytes into an "|S" scalar array instead of viewing them
+        return np.asarray(x if has_ai else memoryview(x))
     except (ValueError, TypeError, BufferError) as e:
         raise array_interface.ProtocolError(
             f"NumPy cannot read {type(x).__name__} as an array: {type(e).__name__}: {e}") from e
