@@ -82,7 +82,7 @@ def frameworks() -> list[dict[str, Any]]:
 
     out = []
     for name, a in sorted(REGISTRY.adapters.items()):
-        if a.kind == "source" or name == "dlpack":
+        if a.kind in ("source", "table") or name == "dlpack":
             continue
         spec = a.package in sys.modules or importlib.util.find_spec(a.package) is not None
         version = None

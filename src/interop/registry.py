@@ -342,6 +342,10 @@ class Registry:
         have = adapter.device(x)
         move = _device_move(adapter, have, self.adapters[tgt], device)
         if move is not None:
+            if move[0] == "cuda" and move[1] >= cuda_device_count():
+                return Plan(src, tgt, (), False, (f"device={device!r}: no such CUDA device "
+                                                  "on this machine",),
+                            supported=False, error="device")
             return Plan(src, tgt, (Step(src, tgt, f"copy to {move[0]}:{move[1]}", True),),
                         False, (f"device={device!r} moves the data from {have[0]}:{have[1]}",),
                         supported=copy is not False, error=None if copy is not False

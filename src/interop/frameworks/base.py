@@ -59,8 +59,8 @@ def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | N
         if why:
             return UNSUPPORTED, why
     if not rules.negative_strides and view.has_negative_strides():
-        return COPY_ROUTE, (f"negative strides {view.strides}: {rules.name} cannot import them "
-                            "(torch.from_dlpack aborts the interpreter on them)")
+        return COPY_ROUTE, (f"negative strides {view.strides}: {rules.name} cannot import "
+                            "them (handing them over could crash the interpreter)")
     if rules.c_contiguous:
         reasons = view.layout_obstacles()
         if reasons:
