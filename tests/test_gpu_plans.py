@@ -72,6 +72,7 @@ def test_host_only_target_refuses_cuda():
 def test_same_device_request_is_zero_copy():
     a = np.arange(8.0)
     t = interop.to_framework(a, "torch", device="cpu", copy=False)
+    assert t.data_ptr() == a.ctypes.data
     t[0] = 42.0
     assert a[0] == 42.0
 

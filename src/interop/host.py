@@ -19,7 +19,3 @@ def fresh_copy(arr: Any) -> Any:
     np.copyto(out, arr, casting="no")
     return out
 
-
-def pointer(arr: Any) -> int:
-    """Address of the first element of a NumPy array."""
-    return arr.__array_interface__["data"][0]

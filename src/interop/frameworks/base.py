@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,10 +88,8 @@ class Adapter:
     kind: str = "array"
     devices: tuple[str, ...] = ("cpu",)
     rules: ConsumerRules | None = None
-    readonly_results: bool = False
     is_value: Callable[[Any], bool] = field(default=lambda x: False)
     view: Callable[[Any], BufferView] | None = None
-    readonly: Callable[[Any], bool] = field(default=lambda x: False)
     device: Callable[[Any], tuple[str, int]] = field(default=lambda x: ("cpu", 0))
     to_numpy: Callable[[Any], Any] | None = None
     """Any value to a host NumPy array, copying if it must (the copy route's first half)."""
@@ -131,8 +128,3 @@ class Adapter:
             return self.is_value(x)
         mod = type(x).__module__.partition(".")[0]
         return mod in self.modules and self.is_value(x)
-
-    def importable(self) -> bool:
-        import importlib.util
-
-        return self.package in sys.modules or importlib.util.find_spec(self.package) is not None

@@ -71,7 +71,6 @@ ADAPTER = Adapter(
     package="numpy",
     is_value=_is_value,
     view=_view,
-    readonly=lambda c: _view(c).readonly,
     device=lambda c: _view(c).device,
     to_numpy=dlpack.to_numpy,
     export_dlpack=dlpack.CapsuleProducer,

@@ -170,7 +170,6 @@ ADAPTER = Adapter(
     rules=RULES,
     is_value=_is_value,
     view=view,
-    readonly=lambda x: True,
     device=_device,
     to_numpy=_to_numpy,
     export_dlpack=lambda x: x,

@@ -94,10 +94,8 @@ ADAPTER = Adapter(
     aliases=("pl",),
     modules=("polars",),
     package="polars",
-    readonly_results=True,
     is_value=_is_value,
     view=view,
-    readonly=lambda s: True,
     to_numpy=to_numpy,
     edges=_edges,
 )

@@ -118,10 +118,8 @@ ADAPTER = Adapter(
     aliases=("arrow", "pa"),
     modules=("pyarrow",),
     package="pyarrow",
-    readonly_results=True,
     is_value=_is_value,
     view=view,
-    readonly=lambda x: True,
     to_numpy=to_numpy,
     edges=_edges,
 )

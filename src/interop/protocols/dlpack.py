@@ -18,7 +18,7 @@ from ..errors import (
     ProtocolError,
     UnsupportedConversionError,
 )
-from ..view import BufferView
+from ..view import BufferView, c_strides
 
 MAX_VERSION = (1, 1)
 """The newest DLPack version interop asks producers for."""
@@ -364,7 +364,7 @@ def _tensor_view(t: _DLTensor, flags: int) -> BufferView:
     if ndim and t.strides:
         strides = tuple(t.strides[i] * itemsize for i in range(ndim))
     else:
-        strides = _c_strides(shape, itemsize)
+        strides = c_strides(shape, itemsize)
     size = 1
     for n in shape:
         size *= n
@@ -374,12 +374,6 @@ def _tensor_view(t: _DLTensor, flags: int) -> BufferView:
     dev = device_name(t.device.device_type)
     return BufferView(ptr, shape, strides, itemsize, typestr, (dev, t.device.device_id),
                       bool(flags & FLAG_READ_ONLY))
-
-
-def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    from ..view import c_strides
-
-    return c_strides(shape, itemsize)
 
 
 class CapsuleProducer:
