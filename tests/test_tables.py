@@ -32,6 +32,8 @@ def test_table_to_torch_zero_copy_per_fixed_width_column():
     assert not interop.shares_memory(cols["b"], t.column("i"))
     assert cols["b"].dtype == torch.bool and cols["b"].tolist() == [1, 0, 1, 1, 0, 1]
     np.testing.assert_array_equal(cols["i"].numpy(), np.arange(6) * 10)
+    cols["i"][2] = -7  # a write through the tensor is seen by the Arrow column
+    assert t.column("i")[2].as_py() == -7
 
 
 def test_zero_copy_proved_by_pointer_and_write_through():

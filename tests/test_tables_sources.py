@@ -25,6 +25,8 @@ def test_pandas_dataframe_numpy_backed_zero_copy():
     cols = interop.to_framework(df, "torch")
     assert interop.shares_memory(cols["x"], x) and interop.shares_memory(cols["y"], y)
     assert interop.explain(df, "torch").zero_copy
+    cols["y"][1] = 40  # a write through the tensor is seen by the source array
+    assert y[1] == 40
 
 
 def test_pandas_datetime_and_strings():
