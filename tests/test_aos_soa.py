@@ -94,3 +94,42 @@ def test_aos_soa_errors():
         interop.soa_to_aos(pa.table({"a": [1, None]}))
     with pytest.raises(InteropError, match="no columns"):
         interop.soa_to_aos({})
+
+
+def test_out_buffers_are_written_and_aliased():
+    n = aos._block_rows(3 * 4) + 5  # more than one block
+    rows = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+    buf = np.full((3, n), -1, dtype=np.float32)
+    tab = interop.aos_to_soa(rows, names=["x", "y", "z"], out=buf)
+    np.testing.assert_array_equal(buf, rows.T)
+    for j, name in enumerate("xyz"):  # the table's columns are out's rows, not copies
+        assert tab.column(name).chunk(0).buffers()[1].address == buf[j].ctypes.data
+    rec = rows.reshape(-1).view([("a", "<f4"), ("b", "<f4"), ("c", "<f4")])
+    buf2 = torch.zeros(3, n)
+    cols = interop.aos_to_soa(rec, target="numpy", out=buf2)
+    np.testing.assert_array_equal(buf2.numpy(), rows.T)
+    assert cols["b"].ctypes.data == buf2[1].data_ptr()
+    back = torch.empty(n, 3)
+    res = interop.soa_to_aos(tab, target="torch", out=back)
+    assert res.data_ptr() == back.data_ptr()
+    np.testing.assert_array_equal(back.numpy(), rows)
+
+
+def test_out_errors_name_the_fix():
+    rows = np.zeros((6, 2), dtype=np.float32)
+    with pytest.raises(InteropError, match=r"shape \(2, 6\) and dtype float32; got shape \(6, 2\)"):
+        interop.aos_to_soa(rows, out=np.empty((6, 2), np.float32))
+    with pytest.raises(InteropError, match="dtype float32; got shape \\(2, 6\\), dtype float64"):
+        interop.aos_to_soa(rows, out=np.empty((2, 6)))
+    ro = np.empty((2, 6), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(InteropError, match="read-only"):
+        interop.aos_to_soa(rows, out=ro)
+    with pytest.raises(InteropError, match="rows must be contiguous"):
+        interop.aos_to_soa(rows, out=np.empty((6, 2), np.float32).T)
+    mixed = np.zeros(4, dtype=[("i", "<i4"), ("f", "<f8")])
+    with pytest.raises(InteropError, match="drop out="):
+        interop.aos_to_soa(mixed, out=np.empty((2, 4)))
+    with pytest.raises(InteropError, match=r"\(N, C\) array of shape \(6, 2\)"):
+        interop.soa_to_aos({"a": np.zeros(6), "b": np.zeros(6)}, target="numpy",
+                           out=np.empty((2, 6)))

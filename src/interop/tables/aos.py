@@ -2,14 +2,15 @@
 
 ``aos_to_soa`` takes row-major records -- a NumPy structured array, or an ``(N, C)`` array or
 tensor of any framework the registry reads -- and writes each field into its own contiguous
-column of one fresh 64-byte aligned ``(C, N)`` buffer, then hands the columns to Arrow without
-another copy. ``soa_to_aos`` is the inverse: columns (read zero-copy through the registry)
-into one fresh ``(N, C)`` row-major buffer, handed to the target framework without a copy.
+column of one ``(C, N)`` buffer (fresh and 64-byte aligned, or the caller's ``out=``), then
+hands the columns to Arrow without another copy. ``soa_to_aos`` is the inverse: columns (read
+zero-copy through the registry) into one ``(N, C)`` row-major buffer, handed to the target
+framework without a copy.
 
-The copy is a single pass, blocked over rows: each block of ``_BLOCK`` rows is read once,
-while it is in cache, and written to the ``C`` column streams, so the memory traffic is one
-read and one write of the data -- the same as a ``memcpy`` (``benchmarks/aos_soa.py``
-measures the ratio).
+The copy is a single pass, blocked over rows: each block of ``_BLOCK_BYTES`` of rows is read
+once, while it is in cache, and written to the ``C`` column streams, so the memory traffic is
+one read and one write of the data, as for a ``memcpy`` (``benchmarks/aos_soa.py`` measures
+the ratio). A fresh output costs page faults on top; ``out=`` reuses a buffer instead.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from ..errors import InteropError, UnsupportedConversionError
 from ..host import ALIGNMENT
 
-_BLOCK_BYTES = 1024 * 1024  # bytes of source rows per block: stays in cache with its output
+_BLOCK_BYTES = 2 * 1024 * 1024  # bytes of source rows per block: one L2 cache, measured best
 
 
 def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> Any:
@@ -50,17 +51,34 @@ def _homogeneous(dt: Any) -> Any:
     return first if dt.itemsize == len(names) * first.itemsize else None
 
 
-def transpose_rows(a: Any) -> Any:
-    """``(N, C)`` NumPy array -> a fresh ``(C, N)`` array (each row 64-byte aligned), in one
-    blocked pass."""
+def transpose_rows(a: Any, out: Any = None) -> Any:
+    """``(N, C)`` NumPy array -> ``(C, N)`` columns in one blocked pass: into ``out`` when given
+    (checked by :func:`_check_out`), else into a fresh array whose rows start 64-byte aligned."""
     n, c = a.shape
-    per = max(ALIGNMENT // a.dtype.itemsize, 1)
-    padded = -(-n // per) * per  # every column starts 64-byte aligned, as Arrow recommends
-    out = _aligned_empty((c, padded), a.dtype)[:, :n]
+    if out is None:
+        per = max(ALIGNMENT // a.dtype.itemsize, 1)
+        padded = -(-n // per) * per  # every column starts 64-byte aligned, as Arrow recommends
+        out = _aligned_empty((c, padded), a.dtype)[:, :n]
     b = _block_rows(c * a.dtype.itemsize)
     for i in range(0, n, b):
         out[:, i:i + b] = a[i:i + b].T
     return out
+
+
+def _check_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
+    """``out`` as a writable NumPy array of ``shape`` and ``dtype`` whose rows are contiguous."""
+    import numpy as np
+
+    arr = _as_numpy(out)
+    if arr.shape != shape or arr.dtype != np.dtype(dtype):
+        raise InteropError(f"out= must be a {what} array of shape {shape} and dtype "
+                           f"{np.dtype(dtype)}; got shape {arr.shape}, dtype {arr.dtype}")
+    if not arr.flags.writeable:
+        raise InteropError("out= is read-only; pass a writable array (e.g. np.empty(...))")
+    if arr.ndim == 2 and arr.shape[1] > 1 and arr.strides[1] != arr.itemsize:
+        raise InteropError(f"out= rows must be contiguous (strides {arr.strides}); pass "
+                           f"np.empty({shape}, dtype={np.dtype(dtype).name!r})")
+    return arr
 
 
 def _fields_to_columns(rows: Any) -> list[Any]:
@@ -86,7 +104,7 @@ def _as_numpy(rows: Any) -> Any:
 
 
 def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
-               target: str = "pyarrow") -> Any:
+               target: str = "pyarrow", out: Any = None) -> Any:
     """Row-major records -> columns: a ``pyarrow.Table`` by default.
 
     ``rows``: a NumPy structured array (field names are the column names unless ``names``
@@ -94,6 +112,9 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
     ``c0..c{C-1}``). ``target``: ``"pyarrow"`` (``pa.Table``), ``"pandas"``, ``"polars"``, or
     any array framework for ``{name: column}``. One copy (the transpose); the columns are
     then handed on without another (booleans are bit-packed by Arrow, a second copy).
+    ``out``: an existing ``(C, N)`` array with contiguous rows to write the columns into
+    (reusing it skips the page faults of a fresh buffer; the result then aliases ``out``).
+    Only for 2-D rows and structured arrays of one field type.
     """
     a = _as_numpy(rows)
     if a.dtype.names is not None:
@@ -109,9 +130,16 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
             raise UnsupportedConversionError(f"fields {bad} are not fixed-width scalars; only "
                                              "numeric, boolean and datetime fields become columns")
         ftype = _homogeneous(a.dtype)
-        if ftype is not None:
-            flat = a.view(ftype).reshape(len(a), len(fields)) if a.flags.c_contiguous else None
-            cols = list(transpose_rows(flat)) if flat is not None else _fields_to_columns(a)
+        flat = None
+        if ftype is not None and a.flags.c_contiguous:
+            flat = a.view(ftype).reshape(len(a), len(fields))
+        if out is not None:
+            if flat is None:
+                raise InteropError("out= needs C-contiguous records whose fields share one "
+                                   f"type; got dtype {a.dtype}: drop out=")
+            cols = list(transpose_rows(flat, _check_out(out, flat.shape[::-1], ftype, "(C, N)")))
+        elif flat is not None:
+            cols = list(transpose_rows(flat))
         else:
             cols = _fields_to_columns(a)
     else:
@@ -124,7 +152,9 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
             raise InteropError(f"{len(names)} names for {c} columns (shape {a.shape})")
         if a.dtype.kind not in "biufmM":
             raise UnsupportedConversionError(f"dtype {a.dtype} is not a fixed-width scalar")
-        cols = list(transpose_rows(a))
+        if out is not None:
+            out = _check_out(out, a.shape[::-1], a.dtype, "(C, N)")
+        cols = list(transpose_rows(a, out))
     if len(set(names)) != len(names):
         raise InteropError(f"column names must be unique, got {names}")
     cols_by_name = dict(zip(names, cols))
@@ -134,13 +164,15 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
 
 
 def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | None = None,
-               dtype: Any = None) -> Any:
+               dtype: Any = None, out: Any = None) -> Any:
     """Columns -> one row-major ``(N, C)`` array of ``target`` (default torch), one copy.
 
     ``table``: anything :func:`interop.to_framework` reads as a table (pyarrow, pandas,
     polars, a dict of arrays, Arrow PyCapsule objects). Columns are read zero-copy where the
     registry allows (nulls raise :class:`~interop.errors.NullsError`; select with
     ``columns=``). ``dtype``: the common type, by default NumPy's promotion of the columns.
+    ``out``: an existing writable ``(N, C)`` array with contiguous rows to write into (the
+    result is then ``out`` handed to ``target``).
     """
     import numpy as np
 
@@ -159,7 +191,10 @@ def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | No
     if any(len(x) != n for x in arrays):
         raise InteropError(f"columns differ in length: {[len(x) for x in arrays]}")
     dt = np.dtype(dtype) if dtype is not None else np.result_type(*arrays)
-    out = _aligned_empty((n, len(arrays)), dt)
+    if out is None:
+        out = _aligned_empty((n, len(arrays)), dt)
+    else:
+        out = _check_out(out, (n, len(arrays)), dt, "(N, C)")
     b = _block_rows(len(arrays) * dt.itemsize)
     for i in range(0, n, b):
         blk = out[i:i + b]
