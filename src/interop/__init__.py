@@ -6,6 +6,7 @@
 
 Importing interop imports no framework; each is touched only when a value of it is seen.
 The registry itself loads on first use of the API (PEP 562), so the import stays cheap.
+``interop.dask`` (converting dask arrays and dataframes block by block) loads on first use too.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def __getattr__(name: str):
         from . import tables
 
         value = getattr(tables, name)
+    elif name == "dask":
+        # Block-wise conversion of dask collections; importing it imports dask.
+        import importlib
+
+        value = importlib.import_module(".dask", __name__)
     else:
         raise AttributeError(f"module 'interop' has no attribute {name!r}")
     globals()[name] = value
@@ -50,4 +56,5 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return __all__
+    # interop.dask is not in __all__: ``from interop import *`` must not import dask.
+    return sorted([*__all__, "dask"])

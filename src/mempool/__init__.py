@@ -17,6 +17,8 @@ from .pool import Pool
 from .report import StatusReport, status
 from .sizes import parse_size
 
+__version__ = "0.1.0"  # the distribution's version (pyproject.toml), as interop.__version__
+
 __all__ = [
     "ConfigError",
     "MempoolError",
