@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md"] + [ROOT / "docs" / f"{n}.md" for n in
                                ("index", "quickstart", "concepts", "frameworks",
-                                "troubleshooting")]
+                                "troubleshooting", "dask")]
 BLOCK = re.compile(r"(?P<before>[^\n]*)\n```python\n(?P<code>.*?)\n```", re.S)
 
 

@@ -1,0 +1,25 @@
+"""Packaging: one version everywhere, and the typing marker shipped for both packages."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from pathlib import Path
+
+import interop
+import mempool
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = (ROOT / "pyproject.toml").read_text()
+
+
+def test_one_version_everywhere() -> None:
+    declared = re.search(r'^version = "([^"]+)"', PYPROJECT, re.M).group(1)
+    assert interop.__version__ == mempool.__version__ == declared
+    assert importlib.metadata.version("interop") == declared
+
+
+def test_py_typed_is_shipped_for_both_packages() -> None:
+    for package in ("interop", "mempool"):
+        assert (ROOT / "src" / package / "py.typed").is_file()
+        assert re.search(rf'^{package} = \["py.typed"\]', PYPROJECT, re.M), package
