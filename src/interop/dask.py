@@ -58,7 +58,7 @@ def _convert(block: Any, target: str, device: Any, copy: bool | None,
 
 def _convert_frame(part: Any, target: str, device: Any, copy: bool | None,
                    options: dict[str, Any]) -> Any:
-    """The task for a partition that stays a dataframe: the partition's index is kept.
+    """The task for a partition that stays a dataframe: its index (and Series name) is kept.
 
     ``interop.to_framework`` converts the column buffers and gives the new frame a default
     index; dask places rows by their index (its divisions), so it is put back.
@@ -67,8 +67,13 @@ def _convert_frame(part: Any, target: str, device: Any, copy: bool | None,
 
 
 def _keep_index(part: Any, out: Any) -> Any:
-    if _framework(out) == _framework(part) and not out.index.equals(part.index):
-        out.index = part.index  # an Index is immutable: sharing it copies nothing
+    if _framework(out) != _framework(part):
+        return out
+    index = getattr(part, "index", None)  # a DataFrame or Series; an Index is its own index
+    if index is not None and not out.index.equals(index):
+        out.index = index  # an Index is immutable: sharing it copies nothing
+    if hasattr(part, "name") and out.name != part.name:  # a Series keeps its name
+        out.name = part.name
     return out
 
 
