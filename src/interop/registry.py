@@ -231,49 +231,55 @@ class Registry:
             return _identity
         if stream is not None:
             edges = [_with_stream(e, self.adapters, stream) for e in edges]
-        if len(edges) == 1:
-            return self._single(edges[0], tgt, copy, device)
+        fn: Callable[[Any], Any] | None = None
+        for e in reversed(edges):
+            fn = self._step(e, fn, tgt, copy, device)
+        return fn
 
-        def run(x: Any) -> Any:
-            for e in edges:
-                if e.check is not None and not e.eafp:
-                    verdict = e.check(x)
-                    if verdict is not None:
-                        if verdict[0] == COPIES and copy is None:
-                            x = e.convert(x)
-                            continue
-                        return self.obstacle(verdict, e, x, tgt, copy, device)
-                try:
-                    x = e.convert(x)
-                except NeedsCopy as nc:
-                    return self.obstacle((nc.verdict, nc.reason), e, x, tgt, copy, device)
-            return x
-
-        return run
-
-    def _single(self, e: Edge, tgt: str, copy: bool | None,
-                device: str) -> Callable[[Any], Any]:
-        """A one-step plan, with as little work per call as the edge allows."""
+    def _step(self, e: Edge, then: Callable[[Any], Any] | None, tgt: str,
+              copy: bool | None, device: str) -> Callable[[Any], Any]:
+        """One step of a plan, followed by ``then`` (the rest of the plan, already compiled),
+        with as little work per call as the edge allows. An obstacle at this step hands the
+        value, as it is here, to :meth:`obstacle`."""
         convert = e.convert
         if e.check is None and not e.eafp:
-            return convert
-        if e.eafp or e.check is None:
+            if then is None:
+                return convert
+            return lambda x: then(convert(x))
+        if e.check is None or (e.eafp and copy is None):
             def run_eafp(x: Any) -> Any:
                 try:
-                    return convert(x)
+                    y = convert(x)
                 except NeedsCopy as nc:
                     return self.obstacle((nc.verdict, nc.reason), e, x, tgt, copy, device)
+                return y if then is None else then(y)
 
             return run_eafp
         check = e.check
+        if then is None:
+            def run_checked(x: Any) -> Any:
+                verdict = check(x)
+                if verdict is None or (verdict[0] == COPIES and copy is None):
+                    try:
+                        return convert(x)
+                    except NeedsCopy as nc:  # an eafp converter's safety net
+                        verdict = (nc.verdict, nc.reason)
+                return self.obstacle(verdict, e, x, tgt, copy, device)
 
-        def run_checked(x: Any) -> Any:
+            return run_checked
+
+        def run_checked_then(x: Any) -> Any:
             verdict = check(x)
             if verdict is None or (verdict[0] == COPIES and copy is None):
-                return convert(x)
+                try:
+                    y = convert(x)
+                except NeedsCopy as nc:
+                    verdict = (nc.verdict, nc.reason)
+                else:
+                    return then(y)
             return self.obstacle(verdict, e, x, tgt, copy, device)
 
-        return run_checked
+        return run_checked_then
 
     def obstacle(self, verdict: tuple[str, str], edge: Edge, x: Any, tgt: str,
                  copy: bool | None, device: str = "cpu") -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +35,9 @@ class Edge:
     hazard: Callable[[Any], str | None] | None = None
     cost: float = 1.0
     eafp: bool = False
-    """The converter raises ``NeedsCopy`` itself, so ``check`` only serves ``explain``."""
+    """The converter tries the zero-copy call first and raises ``NeedsCopy`` itself on an
+    obstacle (doing a ``COPIES`` conversion itself), so with ``copy=None`` ``check`` is skipped;
+    with ``copy=False`` it still runs first, so a ``COPIES`` step raises ``ZeroCopyError``."""
     device: str = "cpu"
     """Where the step runs: ``"cpu"`` or ``"cuda"`` (both sides stay on that device)."""
 
@@ -128,3 +132,52 @@ class Adapter:
             return self.is_value(x)
         mod = type(x).__module__.partition(".")[0]
         return mod in self.modules and self.is_value(x)
+
+
+def module(name: str) -> Any:
+    """The framework module ``name``, imported on first use (later calls: a dict lookup)."""
+    m = sys.modules.get(name)
+    return m if m is not None else importlib.import_module(name)
+
+
+def by_dtype(classify: Callable[[Any], tuple[str, str] | None]
+             ) -> Callable[[Any], tuple[str, str] | None]:
+    """``classify`` (a verdict that depends on the dtype alone) memoised per dtype."""
+    cache: dict[Any, tuple[str, str] | None] = {}
+
+    def verdict(dtype: Any) -> tuple[str, str] | None:
+        try:
+            return cache[dtype]
+        except KeyError:
+            v = classify(dtype)
+            if len(cache) < 256:
+                cache[dtype] = v
+            return v
+
+    return verdict
+
+
+def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | None],
+                 dense: tuple[str, str] | None = None) -> Check:
+    """The check for a 1-D NumPy array becoming a ``what`` (an Arrow-like column).
+
+    ``dtype_verdict``: the dtype's verdict (``None``, ``COPIES`` for bit-packed booleans,
+    ``UNSUPPORTED``). ``dense``: if set, ``(whose buffers, the call that would copy)`` for a
+    target that needs dense, aligned buffers (other arrays then take the copy route).
+    """
+    def check(a: Any) -> tuple[str, str] | None:
+        if a.ndim != 1:
+            return UNSUPPORTED, (f"a {what} is one-dimensional; the array has shape {a.shape} "
+                                 "(reshape it, or convert a table column by column)")
+        v = dtype_verdict(a.dtype)
+        if v is not None or not dense:
+            return v
+        flags = a.flags
+        if not flags.c_contiguous or (a.size and a.strides[0] != a.itemsize):
+            return COPY_ROUTE, (f"strides {a.strides} are not contiguous: {dense[0]} buffers "
+                                "are dense")
+        if not flags.aligned:
+            return COPY_ROUTE, f"the array is not aligned to its itemsize: {dense[1]} copies it"
+        return None
+
+    return check

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
-from .base import COPIES, UNSUPPORTED, Adapter, ConsumerRules, Edge
+from .base import COPIES, UNSUPPORTED, Adapter, ConsumerRules, Edge, module
 from .numpy_ import DLPACK_DTYPES
 from .numpy_ import _check as _numpy_check
 
@@ -110,14 +110,11 @@ class _Alias:
 
 
 def _np_to_jax(a: Any) -> Any:
-    import jax
-
-    if a.dtype.type.__module__ == "ml_dtypes":
+    jax = module("jax")
+    if dlpack.typestr_of(a.dtype) in _ML:
         return jax.numpy.asarray(a)
     if not a.flags.writeable:
-        import numpy as np
-
-        a = np.asarray(_Alias(a))
+        a = module("numpy").asarray(_Alias(a))
     return jax.dlpack.from_dlpack(a)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
-from .base import COPIES, NULLS, UNSUPPORTED, Adapter, Edge
+from .base import COPIES, NULLS, UNSUPPORTED, Adapter, Edge, by_dtype, module, series_check
 
 _NUMERIC = set("?bBhHiIlLqQefdFD")
 
@@ -17,9 +17,25 @@ def _is_value(x: Any) -> bool:
     return pd is not None and isinstance(x, pd.Series)
 
 
+_PLAIN: dict[Any, bool] = {}  # NumPy dtypes of plain numeric Series (viewed as they are)
+
+
+def _plain(dt: Any) -> bool:
+    try:
+        return _PLAIN[dt]
+    except (KeyError, TypeError):  # TypeError: an unhashable extension dtype
+        pass
+    ok = isinstance(dt, _np().dtype) and (dt.char in _NUMERIC or dt.kind in "mM")
+    if ok:
+        _PLAIN[dt] = True
+    return ok
+
+
 def check(s: Any) -> tuple[str, str] | None:
     """Why the Series' values cannot be viewed as NumPy without a copy."""
     dt = s.dtype
+    if _plain(dt):
+        return None
     if isinstance(dt, _np().dtype):
         if dt.char in _NUMERIC or dt.kind in "mM":
             return None
@@ -43,7 +59,7 @@ def _np() -> Any:
 
 def _to_numpy_view(s: Any) -> Any:
     dt = s.dtype
-    if isinstance(dt, _np().dtype):  # the common case; skips a failing getattr below
+    if _plain(dt) or isinstance(dt, _np().dtype):  # the common case; no getattr below
         return s.to_numpy()
     numpy_dt = getattr(dt, "numpy_dtype", None)
     if numpy_dt is not None and not isinstance(dt, type(numpy_dt)):
@@ -72,18 +88,17 @@ def view(s: Any) -> BufferView:
     return view_of_numpy(_to_numpy_view(s))
 
 
-def _np_check(a: Any) -> tuple[str, str] | None:
-    if a.ndim != 1:
-        return UNSUPPORTED, f"a pandas Series is one-dimensional; the array has shape {a.shape}"
-    if a.dtype.char not in _NUMERIC and a.dtype.kind not in "mM" or not a.dtype.isnative:
-        return UNSUPPORTED, f"pandas has no numeric dtype for {a.dtype}"
+def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
+    if dt.char not in _NUMERIC and dt.kind not in "mM" or not dt.isnative:
+        return UNSUPPORTED, f"pandas has no numeric dtype for {dt}"
     return None
 
 
-def _from_numpy(a: Any) -> Any:
-    import pandas as pd
+_np_check = series_check("pandas Series", by_dtype(_dtype_verdict))
 
-    return pd.Series(a, copy=False)
+
+def _from_numpy(a: Any) -> Any:
+    return module("pandas").Series(a, copy=False)
 
 
 def _edges() -> list[Edge]:

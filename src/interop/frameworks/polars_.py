@@ -7,7 +7,17 @@ from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
-from .base import COPIES, COPY_ROUTE, NULLS, UNSUPPORTED, Adapter, Edge
+from .base import (
+    COPIES,
+    COPY_ROUTE,
+    NULLS,
+    UNSUPPORTED,
+    Adapter,
+    Edge,
+    by_dtype,
+    module,
+    series_check,
+)
 
 _POLARS_NUMERIC = set("bBhHiIlLqQefd")
 
@@ -17,26 +27,56 @@ def _is_value(x: Any) -> bool:
     return pl is not None and isinstance(x, pl.Series)
 
 
+_VIEWABLE = frozenset({"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+                       "Float16", "Float32", "Float64", "Datetime", "Duration"})
+_KINDS: dict[type, str] = {}
+"""polars dtype class -> "n" (a NumPy view exists), "b" (bit-packed bool), "c" (Date: NumPy's
+datetime64[D] is a converted copy), "x" (no fixed-width NumPy dtype holds it)."""
+
+
+def _kind(dt: Any) -> str:
+    cls = type(dt)
+    k = _KINDS.get(cls)
+    if k is None:
+        name = cls.__name__
+        k = _KINDS[cls] = ("n" if name in _VIEWABLE else "b" if name == "Boolean"
+                           else "c" if name == "Date" else "x")
+    return k
+
+
 def check(s: Any) -> tuple[str, str] | None:
     """Why ``s`` cannot be viewed by NumPy without copying (``None``: it can)."""
-    dt = s.dtype
-    if not (dt.is_numeric() or dt.is_temporal() or dt == sys.modules["polars"].Boolean):
-        return UNSUPPORTED, f"polars Series {s.name!r} of dtype {dt} is not numeric"
+    k = _kind(s.dtype)
+    if k == "x":
+        return UNSUPPORTED, (f"polars Series {s.name!r} of dtype {s.dtype} is not numeric in "
+                             "NumPy terms (no fixed-width NumPy dtype holds it); cast it first")
     if s.null_count():
         return NULLS, (f"polars Series {s.name!r} holds {s.null_count()} nulls: fill them first "
                        "(s.fill_null(value)) or pass copy=True (floating types get NaN)")
     if s.n_chunks() > 1:
         return COPY_ROUTE, (f"polars Series {s.name!r} is split into {s.n_chunks()} chunks; "
                             "joining them copies (s.rechunk())")
-    if dt == sys.modules["polars"].Boolean:
+    if k == "b":
         return COPIES, "Arrow (and polars) pack booleans into bits; unpacking them copies"
+    if k == "c":
+        return COPIES, "polars Date counts days in 32 bits; NumPy's datetime64[D] is a copy"
     return None
 
 
 def _to_numpy_view(s: Any) -> Any:
-    if s.dtype == sys.modules["polars"].Boolean:
+    """Zero-copy when polars allows; a bool/date copy (``COPIES``) done here; any other
+    obstacle raised as ``NeedsCopy`` for the registry (this edge is ``eafp``)."""
+    try:
+        return s.to_numpy(allow_copy=False)
+    except Exception as e:  # polars raises when the view would need a copy
+        err = e
+    verdict = check(s)
+    if verdict is not None and verdict[0] == COPIES:
         return s.to_numpy()
-    return s.to_numpy(allow_copy=False)
+    from ..registry import NeedsCopy
+
+    raise NeedsCopy(*(verdict or (COPY_ROUTE, f"polars Series {s.name!r}: no NumPy view "
+                                              f"without a copy ({err})")))
 
 
 def to_numpy(s: Any) -> Any:
@@ -61,30 +101,26 @@ def view(s: Any) -> BufferView:
     return BufferView(v.ptr, v.shape, v.strides, v.itemsize, v.dtype, v.device, True, s)
 
 
-def _np_check(a: Any) -> tuple[str, str] | None:
-    if a.ndim != 1:
-        return UNSUPPORTED, f"a polars Series is one-dimensional; the array has shape {a.shape}"
-    if a.dtype.char == "?":
+def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
+    if dt.char == "?":
         return COPIES, "polars packs booleans into bits; packing them copies"
-    if a.dtype.char not in _POLARS_NUMERIC or not a.dtype.isnative:
-        return UNSUPPORTED, f"polars has no numeric dtype for {a.dtype}"
-    if not a.flags.c_contiguous or (a.size and a.strides[0] != a.itemsize):
-        return COPY_ROUTE, f"strides {a.strides} are not contiguous: polars buffers are dense"
-    if not a.flags.aligned:
-        return COPY_ROUTE, "the array is not aligned to its itemsize: polars.Series copies it"
+    if dt.char not in _POLARS_NUMERIC or not dt.isnative:
+        return UNSUPPORTED, f"polars has no numeric dtype for {dt}"
     return None
 
 
-def _from_numpy(a: Any) -> Any:
-    import polars as pl
+_np_check = series_check("polars Series", by_dtype(_dtype_verdict),
+                         dense=("polars", "polars.Series"))
 
-    return pl.Series(values=a)
+
+def _from_numpy(a: Any) -> Any:
+    return module("polars").Series(values=a)
 
 
 def _edges() -> list[Edge]:
     return [
         Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", _to_numpy_view,
-             check=check),
+             check=check, eafp=True),
         Edge("numpy", "polars", "polars.Series", _from_numpy, check=_np_check),
     ]
 

@@ -7,7 +7,17 @@ from typing import Any
 
 from ..errors import NullsError
 from ..view import BufferView
-from .base import COPIES, COPY_ROUTE, NULLS, UNSUPPORTED, Adapter, Edge
+from .base import (
+    COPIES,
+    COPY_ROUTE,
+    NULLS,
+    UNSUPPORTED,
+    Adapter,
+    Edge,
+    by_dtype,
+    module,
+    series_check,
+)
 
 # NumPy type strings pyarrow stores as plain fixed-width buffers.
 _ARROW_NUMERIC = set("bBhHiIlLqQefd")
@@ -23,34 +33,60 @@ def describe(x: Any) -> str:
     return f"pyarrow {type(x).__name__}<{x.type}> of length {len(x)}"
 
 
+_KINDS: dict[int, str] = {}
+"""Arrow type id -> "n" (a NumPy view exists), "b" (bit-packed bool), "c" (a date: NumPy's
+datetime64 needs a conversion, so a copy), "x" (no fixed-width NumPy dtype holds it)."""
+
+
+def _kind(t: Any) -> str:
+    k = _KINDS.get(t.id)
+    if k is None:
+        types = sys.modules["pyarrow"].types
+        k = _KINDS[t.id] = (
+            "n" if (types.is_integer(t) or types.is_floating(t) or types.is_timestamp(t)
+                    or types.is_duration(t))
+            else "b" if types.is_boolean(t) else "c" if types.is_date(t) else "x")
+    return k
+
+
 def _chunk(x: Any) -> Any:
-    return x.chunk(0) if hasattr(x, "num_chunks") and x.num_chunks == 1 else x
+    return x.chunk(0) if type(x).__name__ == "ChunkedArray" and x.num_chunks == 1 else x
 
 
 def check(x: Any) -> tuple[str, str] | None:
     """Why ``x`` cannot be viewed by NumPy without copying (``None``: it can)."""
-    pa = sys.modules["pyarrow"]
-    t = x.type
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-            or pa.types.is_temporal(t)):
-        return UNSUPPORTED, (f"{describe(x)}: type {t} is not fixed-width numeric; select "
+    k = _kind(x.type)
+    if k == "x":
+        return UNSUPPORTED, (f"{describe(x)}: type {x.type} is not fixed-width numeric; select "
                              "numeric columns or cast first")
     if x.null_count:
         return NULLS, (f"{describe(x)} holds {x.null_count} nulls, which a dense buffer cannot "
                        "represent: fill them first (x.fill_null(value)) or pass copy=True "
                        "(floating types get NaN)")
-    if isinstance(x, pa.ChunkedArray) and x.num_chunks != 1:
+    if type(x).__name__ == "ChunkedArray" and x.num_chunks != 1:
         return COPY_ROUTE, f"{describe(x)} is split into {x.num_chunks} chunks; joining them copies"
-    if pa.types.is_boolean(t):
+    if k == "b":
         return COPIES, "Arrow packs booleans into bits; unpacking them to bytes copies"
+    if k == "c":
+        return COPIES, (f"Arrow {x.type} counts days or milliseconds in its own width; NumPy's "
+                        "datetime64 needs a converted copy")
     return None
 
 
 def _to_numpy_view(x: Any) -> Any:
-    x = _chunk(x)
-    if sys.modules["pyarrow"].types.is_boolean(x.type):
-        return x.to_numpy(zero_copy_only=False)
-    return x.to_numpy(zero_copy_only=True)
+    """Zero-copy when Arrow allows; a bool/date copy (``COPIES``) done here; any other
+    obstacle raised as ``NeedsCopy`` for the registry (this edge is ``eafp``)."""
+    try:
+        return _chunk(x).to_numpy(zero_copy_only=True)
+    except Exception as e:  # ArrowInvalid, ValueError: Arrow says it would have to copy
+        err = e
+    verdict = check(x)
+    if verdict is not None and verdict[0] == COPIES:
+        return _chunk(x).to_numpy(zero_copy_only=False)
+    from ..registry import NeedsCopy
+
+    raise NeedsCopy(*(verdict or (COPY_ROUTE, f"{describe(x)}: Arrow cannot give a NumPy view "
+                                              f"without copying ({err})")))
 
 
 def to_numpy(x: Any) -> Any:
@@ -83,32 +119,26 @@ def view(x: Any) -> BufferView:
     return BufferView(v.ptr, v.shape, v.strides, v.itemsize, v.dtype, v.device, True, x)
 
 
-def _np_check(a: Any) -> tuple[str, str] | None:
-    if a.ndim != 1:
-        return UNSUPPORTED, (f"a pyarrow Array is one-dimensional; the array has shape "
-                             f"{a.shape} (reshape it, or convert a table column by column)")
-    ch = a.dtype.char
-    if ch == "?":
+def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
+    if dt.char == "?":
         return COPIES, "Arrow packs booleans into bits; packing them copies"
-    if ch not in _ARROW_NUMERIC and a.dtype.kind not in "mM" or not a.dtype.isnative:
-        return UNSUPPORTED, f"Arrow has no type for dtype {a.dtype}"
-    if not a.flags.c_contiguous or (a.size and a.strides[0] != a.itemsize):
-        return COPY_ROUTE, f"strides {a.strides} are not contiguous: Arrow buffers are dense"
-    if not a.flags.aligned:
-        return COPY_ROUTE, "the array is not aligned to its itemsize: pyarrow.array copies it"
+    if dt.char not in _ARROW_NUMERIC and dt.kind not in "mM" or not dt.isnative:
+        return UNSUPPORTED, f"Arrow has no type for dtype {dt}"
     return None
 
 
-def _from_numpy(a: Any) -> Any:
-    import pyarrow as pa
+_np_check = series_check("pyarrow Array", by_dtype(_dtype_verdict),
+                         dense=("Arrow", "pyarrow.array"))
 
-    return pa.array(a)
+
+def _from_numpy(a: Any) -> Any:
+    return module("pyarrow").array(a)
 
 
 def _edges() -> list[Edge]:
     return [
         Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", _to_numpy_view,
-             check=check),
+             check=check, eafp=True),
         Edge("numpy", "pyarrow", "pyarrow.array", _from_numpy, check=_np_check),
     ]
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView
-from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge
+from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge, module
 
 _NAMES = {
     "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
@@ -129,15 +129,32 @@ def _np_check(a: Any) -> tuple[str, str] | None:
             return UNSUPPORTED, f"torch has no dtype {a.dtype}"
     elif a.dtype.char not in "?bBhHiIlLqQefdFD" or not a.dtype.isnative:
         return UNSUPPORTED, f"torch has no dtype {a.dtype} (byte order {a.dtype.byteorder!r})"
-    if a.flags.c_contiguous:
+    flags = a.flags
+    if not flags.aligned:  # torch.from_numpy would take it; its kernels assume alignment
+        return COPY_ROUTE, "the array is not aligned to its itemsize"
+    if flags.c_contiguous:
         return None
     for n, s in zip(a.shape, a.strides):
         if s < 0 and n > 1:
             return COPY_ROUTE, (f"negative strides {a.strides}: torch has none (torch.from_dlpack "
                                 "aborts the interpreter on them)")
-    if not a.flags.aligned:
-        return COPY_ROUTE, "the array is not aligned to its itemsize"
     return None
+
+
+def _from_numpy_checked(a: Any) -> Any:
+    """``torch.from_numpy`` first (it validates dtype, byte order and strides itself, and
+    raises rather than crashes); only what it refuses goes through :func:`_np_check`."""
+    if a.flags.aligned:  # torch would take a misaligned array: the check sends it to a copy
+        try:
+            return module("torch").from_numpy(a)
+        except (TypeError, ValueError):
+            pass
+    verdict = _np_check(a)
+    if verdict is not None:
+        from ..registry import NeedsCopy
+
+        raise NeedsCopy(*verdict)
+    return _from_numpy(a)
 
 
 def _from_numpy(a: Any) -> Any:
@@ -199,8 +216,8 @@ def _grad_hazard(t: Any) -> str | None:
 
 def _edges() -> list[Edge]:
     return [
-        Edge("numpy", "torch", "torch.from_numpy", _from_numpy, check=_np_check,
-             hazard=_readonly_hazard),
+        Edge("numpy", "torch", "torch.from_numpy", _from_numpy_checked, check=_np_check,
+             hazard=_readonly_hazard, eafp=True),
         Edge("torch", "numpy", "Tensor.numpy()", _to_numpy_view, check=_tensor_check,
              hazard=_grad_hazard, eafp=True),
     ]

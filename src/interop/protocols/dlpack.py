@@ -147,12 +147,23 @@ def numpy_dtype(typestr: str) -> Any:
     return np.dtype(getattr(ml_dtypes, typestr))
 
 
+_TYPESTRS: dict[Any, str] = {}
+
+
 def typestr_of(dtype: Any) -> str:
     """The key of ``dtype`` in the DLPack table: ``"<f4"`` or an ml_dtypes name."""
+    try:
+        return _TYPESTRS[dtype]
+    except KeyError:
+        pass
     # ml_dtypes types by name (most have kind "V", but float8_e5m2 has kind "f")
     if dtype.names is None and dtype.type.__module__ == "ml_dtypes":
-        return dtype.name
-    return dtype.newbyteorder("<").str if dtype.byteorder != "|" else dtype.str
+        ts = dtype.name
+    else:
+        ts = dtype.newbyteorder("<").str if dtype.byteorder != "|" else dtype.str
+    if dtype.names is None and len(_TYPESTRS) < 256:  # scalar dtypes: a small, fixed set
+        _TYPESTRS[dtype] = ts
+    return ts
 
 
 def device_of(x: Any) -> tuple[int, int]:

@@ -1,0 +1,108 @@
+"""The per-call fast paths (native call first, checks only on refusal) decide as the checks do.
+
+Also the temporal types whose NumPy form is a converted copy (Arrow/polars dates) or that NumPy
+cannot hold (times, decimals, 128-bit integers): found while making those paths fast, they
+used to claim zero-copy and then fail inside the framework call.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import ml_dtypes
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+import torch
+
+import interop
+from interop.errors import UnsupportedConversionError, ZeroCopyError
+
+
+def test_numpy_to_torch_fast_path_refusals_follow_the_check():
+    a = np.arange(8, dtype=np.float32)
+    t = interop.to_framework(a, "torch")
+    assert t.data_ptr() == a.ctypes.data
+    rev = a[::-1]  # torch.from_numpy refuses: the copy route, values kept
+    out = interop.to_framework(rev, "torch")
+    assert out.data_ptr() != a.ctypes.data and out.tolist() == rev.tolist()
+    with pytest.raises(ZeroCopyError, match="negative strides"):
+        interop.to_framework(rev, "torch", copy=False)
+    raw = np.zeros(41, np.uint8)[1:].view(np.float32)  # misaligned: torch would take it
+    assert not raw.flags.aligned
+    out = interop.to_framework(raw, "torch")
+    assert out.data_ptr() % 4 == 0 and out.data_ptr() != raw.ctypes.data
+    with pytest.raises(UnsupportedConversionError, match="byte order"):
+        interop.to_framework(np.zeros(3, ">f4"), "torch")
+    bf = np.arange(4).astype(ml_dtypes.bfloat16)  # refused by from_numpy, zero-copy by a view
+    tb = interop.to_framework(bf, "torch")
+    assert tb.dtype == torch.bfloat16 and tb.data_ptr() == bf.ctypes.data
+
+
+def test_typestr_cache_keeps_byte_order_apart():
+    from interop.protocols.dlpack import typestr_of
+
+    assert typestr_of(np.dtype("<f4")) == "<f4"
+    assert typestr_of(np.dtype(">f4")) == "<f4"  # the key ignores order; checks read isnative
+    assert not interop.explain(np.zeros(2, ">f4"), "jax").zero_copy
+
+
+def test_jax_alignment_read_from_the_buffer():
+    buf = np.zeros(4 * 33, np.uint8)
+    start = (-buf.ctypes.data) % 64
+    good = buf[start:start + 128].view(np.float32)
+    bad = buf[start + 4:start + 4 + 64].view(np.float32)
+    assert interop.explain(good, "jax").zero_copy
+    plan = interop.explain(bad, "jax")
+    assert not plan.zero_copy and "64-byte aligned" in " ".join(plan.reasons)
+    with pytest.raises(ZeroCopyError, match="64-byte aligned"):
+        interop.to_framework(bad, "jax", copy=False)
+
+
+@pytest.mark.parametrize("source", ["pyarrow", "polars"])
+def test_booleans_copy_and_copy_false_refuses(source):
+    x = pa.array([True, False, True]) if source == "pyarrow" else pl.Series([True, False, True])
+    assert interop.to_framework(x, "numpy").tolist() == [True, False, True]
+    with pytest.raises(ZeroCopyError, match="bits"):
+        interop.to_framework(x, "numpy", copy=False)
+
+
+def test_dates_are_a_recorded_copy():
+    days = [datetime.date(2024, 1, 1), datetime.date(2024, 3, 1)]
+    for x in (pa.array(days, pa.date32()), pa.array(days, pa.date64()), pl.Series(days)):
+        plan = interop.explain(x, "numpy")
+        assert not plan.zero_copy and any(s.copies for s in plan.steps), plan
+        out = interop.to_framework(x, "numpy")
+        assert out.astype("datetime64[D]").tolist() == days
+        with pytest.raises(ZeroCopyError, match="datetime64"):
+            interop.to_framework(x, "numpy", copy=False)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pa.array([1], pa.time32("s")),
+    lambda: pa.array([1], pa.decimal128(5, 2)),
+    lambda: pl.Series([datetime.time(1)]),
+    lambda: pl.Series([1.5]).cast(pl.Decimal(10, 2)),
+    lambda: pl.Series([1], dtype=pl.Int128),
+], ids=["arrow-time32", "arrow-decimal", "polars-time", "polars-decimal", "polars-int128"])
+def test_types_numpy_cannot_hold_are_refused_by_name(make):
+    x = make()
+    assert not interop.can_convert(x, "numpy")
+    with pytest.raises(UnsupportedConversionError, match="numeric"):
+        interop.to_framework(x, "numpy")
+    with pytest.raises(UnsupportedConversionError):
+        interop.to_framework(x, "torch")
+
+
+def test_two_step_plans_run_each_step_check():
+    chunked = pa.chunked_array([[1.0], [2.0]])
+    t = interop.to_framework(chunked, "torch")  # step 1 needs the copy route
+    assert t.tolist() == [1.0, 2.0]
+    with pytest.raises(ZeroCopyError, match="chunks"):
+        interop.to_framework(chunked, "torch", copy=False)
+    s = pl.Series("x", np.arange(4, dtype=np.float64))
+    t = interop.to_framework(s, "torch")
+    assert t.data_ptr() == s.to_numpy(allow_copy=False).ctypes.data
+    plan = interop.explain(s, "torch")  # torch has no read-only tensors: said, not hidden
+    assert plan.zero_copy and any("read-only" in h for h in plan.hazards), plan
