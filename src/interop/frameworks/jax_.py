@@ -14,8 +14,8 @@ from typing import Any
 
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
-from .base import COPIES, UNSUPPORTED, Adapter, ConsumerRules, Edge, module
-from .numpy_ import DLPACK_DTYPES
+from .base import COPIES, UNSUPPORTED, Adapter, ConsumerRules, Edge, by_dtype, module
+from .numpy_ import DLPACK_DTYPES, _address
 from .numpy_ import _check as _numpy_check
 
 _WIDE = {"<i8": "int64", "<u8": "uint64", "<f8": "float64", "<c16": "complex128"}
@@ -90,10 +90,30 @@ def _immutable_hazard(x: Any) -> str | None:
     return None
 
 
-def _np_to_jax_check(a: Any) -> tuple[str, str] | None:
-    ts = dlpack.typestr_of(a.dtype)
+_NARROW_OK, _WIDE_DT = "ok", "wide"
+
+
+def _np_dtype_class(dt: Any) -> Any:
+    ts = dlpack.typestr_of(dt)
     if ts in _ML:
         return COPIES, f"NumPy cannot export {ts} over DLPack; jax.numpy.asarray copies it"
+    if ts in _NARROW and dt.isnative and ts in DLPACK_DTYPES:
+        return _NARROW_OK
+    return _WIDE_DT if ts in _WIDE and dt.isnative else None
+
+
+_np_dtype = by_dtype(_np_dtype_class)
+
+
+def _np_to_jax_check(a: Any) -> tuple[str, str] | None:
+    c = _np_dtype(a.dtype)
+    if c is _NARROW_OK and type(a).__name__ == "ndarray":  # the fast path: a pointer check
+        flags = a.flags
+        if flags.c_contiguous and flags.writeable and flags.aligned and (
+                not a.size or _address(a) % 64 == 0):
+            return None
+    elif c is not None and c is not _WIDE_DT:
+        return c
     return _numpy_check(a, _FROM_NUMPY)
 
 
@@ -116,6 +136,22 @@ def _np_to_jax(a: Any) -> Any:
     if not a.flags.writeable:
         a = module("numpy").asarray(_Alias(a))
     return jax.dlpack.from_dlpack(a)
+
+
+def _np_to_jax_checked(a: Any) -> Any:
+    """The fast path of :func:`_np_to_jax_check` then the import; the rest via the check
+    (an ``eafp`` converter: ``COPIES`` done here, other obstacles raised as ``NeedsCopy``)."""
+    if _np_dtype(a.dtype) is _NARROW_OK and type(a).__name__ == "ndarray":
+        flags = a.flags
+        if flags.c_contiguous and flags.writeable and flags.aligned and (
+                not a.size or _address(a) % 64 == 0):
+            return module("jax").dlpack.from_dlpack(a)
+    verdict = _np_to_jax_check(a)
+    if verdict is None or verdict[0] == COPIES:
+        return _np_to_jax(a)
+    from ..registry import NeedsCopy
+
+    raise NeedsCopy(*verdict)
 
 
 def _to_numpy(x: Any) -> Any:
@@ -152,8 +188,8 @@ def _to_device(arr: Any, index: int) -> Any:
 
 def _edges() -> list[Edge]:
     return [
-        Edge("numpy", "jax", "jax.dlpack.from_dlpack", _np_to_jax, check=_np_to_jax_check,
-             hazard=_immutable_hazard),
+        Edge("numpy", "jax", "jax.dlpack.from_dlpack", _np_to_jax_checked,
+             check=_np_to_jax_check, hazard=_immutable_hazard, eafp=True),
         Edge("jax", "numpy", "numpy.asarray (__array__)", _to_numpy, check=_jax_np_check),
     ]
 
