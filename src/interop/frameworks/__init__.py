@@ -17,10 +17,12 @@ from . import (
     jax_,
     numba_,
     numpy_,
+    paddle_,
     pandas_,
     polars_,
     producer,
     pyarrow_,
+    tensorflow_,
     torch_,
 )
 
@@ -28,6 +30,8 @@ ADAPTERS = [
     numpy_.ADAPTER,
     torch_.ADAPTER,
     jax_.ADAPTER,
+    tensorflow_.ADAPTER,
+    paddle_.ADAPTER,
     pyarrow_.ADAPTER,
     pandas_.ADAPTER,
     polars_.ADAPTER,

@@ -53,6 +53,11 @@ class ConsumerRules:
     accepts: Callable[[str], str | None] | None = None
     """Given a dtype string, why the consumer cannot hold it (``None``: it can)."""
     name: str = ""
+    negative_strides_why: str = ("cannot import them (handing them over could crash the "
+                                 "interpreter)")
+    """What the consumer does with negative strides (completes the copy reason)."""
+    misaligned_why: str = "would copy it silently"
+    """What the consumer does with a buffer below ``alignment`` (completes the copy reason)."""
 
 
 def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | None:
@@ -62,15 +67,15 @@ def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | N
         if why:
             return UNSUPPORTED, why
     if not rules.negative_strides and view.has_negative_strides():
-        return COPY_ROUTE, (f"negative strides {view.strides}: {rules.name} cannot import "
-                            "them (handing them over could crash the interpreter)")
+        return COPY_ROUTE, (f"negative strides {view.strides}: {rules.name} "
+                            f"{rules.negative_strides_why}")
     if rules.c_contiguous:
         reasons = view.layout_obstacles()
         if reasons:
             return COPY_ROUTE, f"{reasons[0]}: {rules.name} needs compact row-major buffers"
     if rules.alignment > 1 and view.size and view.ptr % rules.alignment:
         return COPY_ROUTE, (f"data pointer {view.ptr:#x} is not {rules.alignment}-byte aligned: "
-                            f"{rules.name} would copy it silently")
+                            f"{rules.name} {rules.misaligned_why}")
     if not rules.versioned and view.readonly:
         return COPY_ROUTE, (f"the source is read-only and {rules.name} takes legacy DLPack "
                             "capsules only, which cannot carry the read-only flag")

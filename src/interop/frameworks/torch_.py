@@ -74,7 +74,7 @@ def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
                             "needs compact row-major buffers")
     if rules.alignment > 1 and t.numel() and t.data_ptr() % rules.alignment:
         return COPY_ROUTE, (f"data pointer {t.data_ptr():#x} is not {rules.alignment}-byte "
-                            f"aligned: {rules.name} would copy it silently")
+                            f"aligned: {rules.name} {rules.misaligned_why}")
     return None
 
 
@@ -108,7 +108,7 @@ def _to_device(arr: Any, index: int) -> Any:
 def _readonly_hazard(x: Any) -> str | None:
     np = sys.modules.get("numpy")
     ro = (np is not None and isinstance(x, np.ndarray) and not x.flags.writeable) or (
-        type(x).__module__.startswith(("jax", "jaxlib")))
+        type(x).__module__.startswith(("jax", "jaxlib", "tensorflow")))
     if not ro and dlpack.is_capsule(x):  # a DLPack 1.x capsule flagged read-only
         try:
             ro = dlpack.inspect_capsule(x).view.readonly

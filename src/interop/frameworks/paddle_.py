@@ -1,0 +1,248 @@
+"""PaddlePaddle: DLPack in and out (``paddle.utils.dlpack``), strided views included.
+
+What PaddlePaddle 3.3 does, probed on this project's machines (tests/test_paddle.py keeps
+each point honest):
+
+- ``paddle.utils.dlpack.from_dlpack`` takes legacy and versioned capsules and producers,
+  and imports strided, Fortran-order, broadcast and misaligned buffers in place (its
+  kernels handle them). Negative strides are not imported: it asks for a ~16 EiB
+  allocation and raises ``MemoryError``. Its own slices (``t[::-1]``) do have negative
+  strides, and it exports them as such.
+- It ignores the DLPack 1.x read-only flag: a read-only source comes back writable.
+- It reads a uint16 buffer as **bfloat16** (its NumPy convention): the values change
+  meaning, so interop refuses uint16 targets. float8_e4m3fn/e5m2 and bfloat16 work.
+- ``Tensor.__dlpack_device__`` returns ``(kDLCPU, None)`` on the CPU: the spec (and JAX)
+  want an int, so interop's producer says ``(1, 0)``.
+- ``Tensor.__dlpack__`` refuses tensors that require grad; interop exports ``detach()``
+  (same memory). ``Tensor.numpy()`` always copies, and gives bfloat16/float8 as raw bits.
+- Importing paddle after tensorflow segfaults (both bundle protobuf; seen with
+  paddlepaddle 3.3.1 and tensorflow 2.21): interop refuses to import paddle in a process
+  that has imported tensorflow, and says so, instead of crashing.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from typing import Any
+
+from ..errors import FrameworkMissingError, UnsupportedConversionError
+from ..protocols import dlpack
+from ..protocols.array_interface import view_of_numpy
+from ..view import BufferView
+from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge, view_obstacle
+from .numpy_ import _check as _numpy_check
+
+# paddle dtype name -> type string, for every dtype paddle exports and imports over DLPack.
+_TYPESTR = {
+    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "|u1", "uint32": "<u4", "uint64": "<u8",
+    "float16": "<f2", "bfloat16": "bfloat16", "float32": "<f4", "float64": "<f8",
+    "complex64": "<c8", "complex128": "<c16",
+    "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+}
+_ACCEPTED = frozenset(_TYPESTR.values())
+_ML = frozenset(ts for ts in _ACCEPTED if ts[0] not in "<>|")
+
+
+def blocked() -> str | None:
+    """Why paddle cannot be imported into this process now (``None``: it can)."""
+    if "paddle" in sys.modules or "tensorflow" not in sys.modules:
+        return None
+    return ("paddle cannot be imported after tensorflow in one process: both bundle protobuf "
+            "and importing paddle then segfaults (seen with paddlepaddle 3.3.1 and tensorflow "
+            "2.21); import paddle before tensorflow")
+
+
+def _paddle() -> Any:
+    paddle = sys.modules.get("paddle")
+    if paddle is not None:
+        return paddle
+    why = blocked()
+    if why:
+        raise UnsupportedConversionError(why)
+    try:
+        import paddle
+        import paddle.utils.dlpack  # noqa: F401
+    except ImportError as e:
+        raise FrameworkMissingError(
+            f"paddle is not importable ({e}): pip install paddlepaddle (or interop[paddle])"
+        ) from e
+    return paddle
+
+
+def _accepts(ts: str) -> str | None:
+    if ts in _ACCEPTED:
+        return blocked()
+    if ts == "<u2":
+        return ("PaddlePaddle has no uint16 dtype: its DLPack import reads uint16 buffers as "
+                "bfloat16, which changes what the values mean; cast to int32 first")
+    return f"PaddlePaddle has no dtype {ts}"
+
+
+RULES = ConsumerRules(
+    negative_strides=False, accepts=_accepts, name="PaddlePaddle",
+    negative_strides_why=("cannot import them (paddle.utils.dlpack.from_dlpack asks for a "
+                          "~16 EiB allocation and raises MemoryError)"))
+
+
+def _is_value(x: Any) -> bool:
+    paddle = sys.modules.get("paddle")
+    return paddle is not None and isinstance(x, paddle.Tensor)
+
+
+def _name(t: Any) -> str:
+    return str(t.dtype).rpartition(".")[2]
+
+
+def _device(t: Any) -> tuple[str, int]:
+    place = t.place
+    if place.is_gpu_place():
+        return "cuda", place.gpu_device_id()
+    return "cpu", 0
+
+
+def view(t: Any) -> BufferView:
+    """The :class:`BufferView` of a tensor (strides may be negative or zero)."""
+    ts = _TYPESTR.get(_name(t))
+    if ts is None:
+        raise UnsupportedConversionError(f"paddle dtype {_name(t)} has no buffer view")
+    size = t.element_size()
+    return BufferView(t.data_ptr(), tuple(t.shape), tuple(s * size for s in t.strides), size,
+                      ts, _device(t), False, t)
+
+
+class _Producer:
+    """A tensor as a DLPack producer: a detached tensor and an integer device id."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, t: Any) -> None:
+        self.tensor = t if t.stop_gradient else t.detach()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        kind, index = _device(self.tensor)
+        return (int(dlpack.Device.CUDA) if kind == "cuda" else int(dlpack.Device.CPU)), index
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: Any = None) -> Any:
+        if self.tensor.place.is_cpu_place():
+            stream = None  # paddle asserts that a CPU export gets no stream
+        return self.tensor.__dlpack__(stream=stream, max_version=max_version,
+                                      dl_device=dl_device, copy=copy)
+
+
+def _export(t: Any) -> Any:
+    return _Producer(t)
+
+
+def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+    if _name(t) not in _TYPESTR:
+        return UNSUPPORTED, f"PaddlePaddle cannot export dtype {_name(t)} over DLPack"
+    return view_obstacle(view(t), rules)
+
+
+def _from_dlpack(producer: Any) -> Any:
+    return _paddle().utils.dlpack.from_dlpack(producer)
+
+
+def _readonly_hazard(x: Any) -> str | None:
+    np = sys.modules.get("numpy")
+    ro = (np is not None and isinstance(x, np.ndarray) and not x.flags.writeable) or (
+        type(x).__module__.startswith(("jax", "jaxlib", "tensorflow")))
+    if not ro and dlpack.is_capsule(x):  # a DLPack 1.x capsule flagged read-only
+        try:
+            ro = dlpack.inspect_capsule(x).view.readonly
+        except Exception:  # a consumed or foreign capsule: the conversion reports it
+            ro = False
+    if ro:
+        return ("PaddlePaddle tensors cannot be read-only (its DLPack import ignores the "
+                "read-only flag): writes through the result change memory the source treats "
+                "as read-only/immutable")
+    return None
+
+
+# ---- numpy <-> paddle -------------------------------------------------------------------
+
+def _np_check(a: Any) -> tuple[str, str] | None:
+    ts = dlpack.typestr_of(a.dtype)
+    if a.dtype.type.__module__ == "ml_dtypes":
+        why = _accepts(ts)
+        if why:
+            return UNSUPPORTED, why
+        if not a.flags.aligned:
+            return COPY_ROUTE, "the array is not aligned to its itemsize"
+        return view_obstacle(view_of_numpy(a), RULES)
+    return _numpy_check(a, RULES)
+
+
+def _np_to_paddle(a: Any) -> Any:
+    paddle = _paddle()
+    if a.dtype.type.__module__ == "ml_dtypes":  # bfloat16/float8: NumPy cannot export them
+        from .capsule import _to_capsule
+
+        return paddle.utils.dlpack.from_dlpack(_to_capsule(a))
+    return paddle.utils.dlpack.from_dlpack(a)
+
+
+def _to_numpy(t: Any) -> Any:
+    """Any tensor to host NumPy (a view on the CPU, a copy from a GPU)."""
+    if _name(t) not in _TYPESTR:
+        raise UnsupportedConversionError(f"NumPy has no dtype for paddle {_name(t)}")
+    t = t if t.stop_gradient else t.detach()
+    if not t.place.is_cpu_place():
+        t = t.cpu()
+    return dlpack.to_numpy(t.__dlpack__(max_version=dlpack.MAX_VERSION))
+
+
+def _to_capsule(t: Any) -> Any:
+    return dlpack.export(_Producer(t))
+
+
+@cache
+def _gpus() -> bool:
+    paddle = sys.modules["paddle"]
+    return bool(paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count())
+
+
+def _gpu_present() -> bool:
+    if "paddle" not in sys.modules:
+        return False
+    try:
+        return _gpus()
+    except Exception:
+        return False
+
+
+def _to_device(arr: Any, index: int) -> Any:
+    return _np_to_paddle(arr).cuda(index)
+
+
+def _edges() -> list[Edge]:
+    return [
+        Edge("numpy", "paddle", "paddle.utils.dlpack.from_dlpack", _np_to_paddle,
+             check=_np_check, hazard=_readonly_hazard),
+        Edge("paddle", "dlpack", "Tensor.__dlpack__", _to_capsule),
+    ]
+
+
+ADAPTER = Adapter(
+    name="paddle",
+    aliases=("paddlepaddle",),
+    modules=("paddle",),
+    package="paddle",
+    devices=("cpu", "cuda"),
+    rules=RULES,
+    is_value=_is_value,
+    view=view,
+    device=_device,
+    to_numpy=_to_numpy,
+    export_dlpack=_export,
+    dlpack_check=_dlpack_check,
+    from_dlpack=_from_dlpack,
+    dlpack_call="paddle.utils.dlpack.from_dlpack",
+    dlpack_hazard=_readonly_hazard,
+    to_device=_to_device,
+    gpu_present=_gpu_present,
+    edges=_edges,
+)

@@ -1,0 +1,347 @@
+"""TensorFlow: legacy DLPack capsules in and out; ``numpy.asarray`` for a read-only view.
+
+What TensorFlow 2.21 does, probed on this project's machines (tests/test_tensorflow.py
+keeps each point honest):
+
+- ``tf.experimental.dlpack.from_dlpack`` takes a legacy ``dltensor`` capsule only (neither a
+  ``dltensor_versioned`` capsule nor an object with ``__dlpack__``) and compact row-major
+  buffers only: strided, Fortran-order, broadcast and negative strides raise
+  ``InvalidArgumentError``. It has no dtype for float8 (type codes 7-14).
+- It imports a buffer that is not 64-byte aligned *in place*, and then nearly every kernel
+  (add, reduce_sum, matmul, cast, slicing, concat ...) aborts the whole interpreter with
+  ``Check failed: IsAligned()``. interop copies such buffers instead.
+- ``Tensor.numpy()`` always copies. ``numpy.asarray(t)`` is a zero-copy, read-only view,
+  except for bfloat16, where it is writable (interop marks it read-only); float8 and int4
+  come back as a copy.
+- ``Tensor.__dlpack__`` exists but ignores ``max_version`` (always a legacy capsule) and
+  refuses any ``stream``; on a string tensor it aborts the interpreter, so interop never
+  calls it for a dtype outside :data:`_TYPESTR`.
+- TensorFlow never writes into an imported buffer (probed with element-wise ops, casts,
+  ``tf.function`` and scatter updates), so a read-only NumPy array is handed over through a
+  writable alias only TensorFlow holds, as for JAX.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from functools import cache
+from typing import Any
+
+from ..errors import FrameworkMissingError, UnsupportedConversionError
+from ..protocols import dlpack
+from ..protocols.array_interface import view_of_numpy
+from ..view import BufferView
+from .base import COPIES, COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge, view_obstacle
+from .numpy_ import _check as _numpy_check
+
+# TensorFlow dtype name -> type string, for every dtype TF exports and imports over DLPack.
+_TYPESTR = {
+    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+    "float16": "<f2", "bfloat16": "bfloat16", "float32": "<f4", "float64": "<f8",
+    "complex64": "<c8", "complex128": "<c16",
+}
+_ACCEPTED = frozenset(_TYPESTR.values())
+# Dtypes TensorFlow holds but exports over no zero-copy protocol: numpy.asarray copies them.
+_HOST_ONLY = frozenset({"float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                        "float8_e4m3b11fnuz", "float4_e2m1fn", "int4", "uint4", "int2", "uint2"})
+ALIGNMENT = 64
+
+
+def _tf() -> Any:
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        return tf
+    try:
+        import tensorflow as tf
+    except ImportError as e:
+        raise FrameworkMissingError(
+            f"tensorflow is not importable ({e}): pip install tensorflow (or interop[tensorflow])"
+        ) from e
+    return tf
+
+
+def _accepts(ts: str) -> str | None:
+    if ts in _ACCEPTED:
+        return None
+    if ts.startswith("float8"):
+        return (f"TensorFlow's DLPack import has no {ts} (it refuses DLPack float8 type "
+                "codes): convert to NumPy first, then to tensorflow (tf.convert_to_tensor "
+                "copies it)")
+    return f"TensorFlow has no dtype {ts}"
+
+
+RULES = ConsumerRules(
+    c_contiguous=True, alignment=ALIGNMENT, versioned=False, accepts=_accepts, name="TensorFlow",
+    misaligned_why=("would import it in place, and its kernels abort the interpreter on "
+                    "buffers that are not 64-byte aligned (Check failed: IsAligned())"))
+# From NumPy, a read-only array goes through a writable alias that only TensorFlow holds:
+# TensorFlow never writes to its inputs, so the legacy capsule's missing flag loses nothing.
+_FROM_NUMPY = replace(RULES, versioned=True)
+
+
+def _is_value(x: Any) -> bool:
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(x, tf.Tensor)
+
+
+def _eager(t: Any) -> bool:
+    return hasattr(t, "_numpy")
+
+
+_DEVICES: dict[str, tuple[str, int]] = {}
+
+
+def _device(t: Any) -> tuple[str, int]:
+    name = getattr(t, "device", "") or ""
+    dev = _DEVICES.get(name)
+    if dev is None:
+        kind, _, index = name.rpartition("device:")[2].partition(":")
+        kind = {"GPU": "cuda", "CPU": "cpu"}.get(kind.upper(), kind.lower() or "cpu")
+        dev = _DEVICES[name] = (kind, int(index) if index.isdigit() else 0)
+    return dev
+
+
+def _symbolic(t: Any) -> tuple[str, str]:
+    return UNSUPPORTED, (f"a symbolic {type(t).__name__} (inside tf.function or a Keras graph) "
+                         "has no memory yet: convert eager tensors, outside the traced function")
+
+
+def _export_verdict(t: Any) -> tuple[str, str] | None:
+    """Whether ``t`` can be exported over DLPack at all (before any consumer rule)."""
+    if not _eager(t):
+        return _symbolic(t)
+    name = t.dtype.name
+    if name in _TYPESTR:
+        return None
+    if name in _HOST_ONLY:
+        return COPY_ROUTE, (f"TensorFlow exports {name} over no zero-copy protocol "
+                            "(DLPack refuses it): one copy through NumPy")
+    return UNSUPPORTED, f"TensorFlow dtype {name} holds no plain numbers to share"
+
+
+def _capsule(t: Any) -> Any:
+    """A legacy DLPack capsule of ``t``, after the dtype check TensorFlow itself lacks."""
+    name = t.dtype.name
+    if name not in _TYPESTR or not _eager(t):
+        # tf.string (and other non-numeric dtypes) abort the interpreter in to_dlpack
+        raise UnsupportedConversionError(
+            f"TensorFlow cannot export a {name} tensor over DLPack" if _eager(t)
+            else _symbolic(t)[1])
+    return _tf().experimental.dlpack.to_dlpack(t)
+
+
+def view(t: Any) -> BufferView:
+    """The :class:`BufferView` of an eager tensor (read through a throw-away capsule)."""
+    v = dlpack.inspect_capsule(_capsule(t)).view
+    return BufferView(v.ptr, v.shape, v.strides, v.itemsize, v.dtype, v.device, True, t)
+
+
+class _Producer:
+    """A tensor as a DLPack producer: ``__dlpack__`` takes the standard keywords.
+
+    TensorFlow's own ``__dlpack__`` raises on any ``stream`` argument; its ``to_dlpack``
+    "ensures the underlying data memory is ready when it returns" (it synchronises), so a
+    consumer's stream needs no further ordering and is not passed on.
+    """
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, t: Any) -> None:
+        self.tensor = t
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        kind, index = _device(self.tensor)
+        return (int(dlpack.Device.CUDA) if kind == "cuda" else int(dlpack.Device.CPU)), index
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: Any = None) -> Any:
+        if copy:
+            raise BufferError("TensorFlow's DLPack export cannot copy")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError("TensorFlow's DLPack export cannot move data between devices")
+        return _capsule(self.tensor)
+
+
+def _export(t: Any) -> Any:
+    return _Producer(t)
+
+
+def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+    verdict = _export_verdict(t)
+    if verdict is not None:
+        return verdict
+    if rules.accepts is not None:
+        why = rules.accepts(_TYPESTR[t.dtype.name])
+        if why:
+            return UNSUPPORTED, why
+    # TF tensors are always compact row-major; only an imported buffer can be misaligned
+    if rules.alignment > 1 and t.shape.num_elements():
+        ptr = view(t).ptr
+        if ptr % rules.alignment:
+            return COPY_ROUTE, (f"data pointer {ptr:#x} is not {rules.alignment}-byte aligned: "
+                                f"{rules.name} {rules.misaligned_why}")
+    return None
+
+
+def _from_dlpack(producer: Any) -> Any:
+    tf = _tf()
+    capsule = dlpack.export(producer, versioned=False)
+    v = dlpack.inspect_capsule(capsule).view
+    if v.size and v.ptr % ALIGNMENT:  # the checks send these to a copy first: a safety net
+        from ..registry import NeedsCopy
+
+        raise NeedsCopy(COPY_ROUTE, f"data pointer {v.ptr:#x} is not {ALIGNMENT}-byte aligned: "
+                                    f"TensorFlow {RULES.misaligned_why}")
+    return tf.experimental.dlpack.from_dlpack(capsule)
+
+
+def _mutable_source_hazard(x: Any) -> str | None:
+    np = sys.modules.get("numpy")
+    mutable = (np is not None and isinstance(x, np.ndarray) and x.flags.writeable) or (
+        type(x).__module__.partition(".")[0] in ("torch", "paddle"))
+    if mutable:
+        return ("TensorFlow treats tensors as immutable, but the source stays writable: "
+                "writing to it changes the TensorFlow tensor behind TensorFlow's back")
+    return None
+
+
+# ---- numpy <-> tensorflow ---------------------------------------------------------------
+
+def _np_check(a: Any) -> tuple[str, str] | None:
+    ts = dlpack.typestr_of(a.dtype)
+    if a.dtype.type.__module__ == "ml_dtypes":
+        if ts in _HOST_ONLY:
+            return COPIES, (f"TensorFlow's DLPack import has no {ts}: tf.convert_to_tensor "
+                            "copies it")
+        if ts != "bfloat16":
+            return UNSUPPORTED, f"TensorFlow has no dtype {ts}"
+        if not a.flags.aligned:
+            return COPY_ROUTE, "the array is not aligned to its itemsize"
+        return view_obstacle(view_of_numpy(a), _FROM_NUMPY)
+    if not a.dtype.isnative:
+        return UNSUPPORTED, (f"TensorFlow has no dtype {a.dtype} (byte order "
+                             f"{a.dtype.byteorder!r}): convert to native byte order first")
+    if ts not in _ACCEPTED:
+        return UNSUPPORTED, f"TensorFlow has no dtype {a.dtype}"
+    return _numpy_check(a, _FROM_NUMPY)
+
+
+class _Alias:
+    """A writable ``__array_interface__`` over a read-only array, keeping it alive."""
+
+    __slots__ = ("__array_interface__", "base")
+
+    def __init__(self, a: Any) -> None:
+        ai = dict(a.__array_interface__)
+        ai["data"] = (ai["data"][0], False)
+        self.__array_interface__ = ai
+        self.base = a
+
+
+def _np_capsule(a: Any) -> Any:
+    """A legacy capsule of a compact array, bfloat16 included, read-only or not."""
+    import numpy as np
+
+    ml = a.dtype.type.__module__ == "ml_dtypes"
+    bits = a.view(dlpack.carrier_dtype(a.itemsize)) if ml else a
+    if not bits.flags.writeable:
+        bits = np.asarray(_Alias(bits)) if bits.size else np.empty(bits.shape, bits.dtype)
+    capsule = bits.__dlpack__()
+    if ml:  # NumPy exported the bits as unsigned ints: name the real type in the capsule
+        code, nbits, _ = dlpack.dtype_to_dl(dlpack.typestr_of(a.dtype))
+        mt = dlpack._managed(capsule)[1]
+        mt.dl_tensor.dtype.code, mt.dl_tensor.dtype.bits = code, nbits
+    return capsule
+
+
+def _np_to_tf(a: Any) -> Any:
+    tf = _tf()
+    ts = dlpack.typestr_of(a.dtype)
+    if ts in _HOST_ONLY:  # float8: the check called this a copy
+        return tf.convert_to_tensor(a)
+    return tf.experimental.dlpack.from_dlpack(_np_capsule(a))
+
+
+def _tf_np_check(t: Any) -> tuple[str, str] | None:
+    if not _eager(t):
+        return _symbolic(t)
+    name = t.dtype.name
+    if name in _TYPESTR:
+        return None
+    if name in _HOST_ONLY:
+        return COPIES, (f"numpy.asarray copies TensorFlow {name} tensors (TensorFlow shares "
+                        "them over no zero-copy protocol)")
+    return UNSUPPORTED, f"NumPy has no dtype for TensorFlow {name}"
+
+
+def _tf_to_numpy(t: Any) -> Any:
+    np = sys.modules.get("numpy")
+    if np is None:  # pragma: no cover - numpy is loaded whenever tensorflow is
+        import numpy as np
+    a = np.asarray(t)
+    if a.flags.writeable and t.dtype.name in _TYPESTR:
+        # numpy.asarray gives a writable view for bfloat16 only: TF tensors are immutable
+        a.flags.writeable = False
+    return a
+
+
+def _to_numpy(t: Any) -> Any:
+    """Any tensor to host NumPy (copying from a GPU, or for float8/int4)."""
+    verdict = _tf_np_check(t)
+    if verdict is not None and verdict[0] == UNSUPPORTED:
+        raise UnsupportedConversionError(verdict[1])
+    return _tf_to_numpy(t)
+
+
+@cache
+def _gpus() -> bool:
+    tf = sys.modules["tensorflow"]
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def _gpu_present() -> bool:
+    if "tensorflow" not in sys.modules:
+        return False
+    try:
+        return _gpus()
+    except Exception:
+        return False
+
+
+def _to_device(arr: Any, index: int) -> Any:
+    tf = _tf()
+    with tf.device(f"/GPU:{index}"):
+        return tf.identity(tf.constant(arr))
+
+
+def _edges() -> list[Edge]:
+    return [
+        Edge("numpy", "tensorflow", "tf.experimental.dlpack.from_dlpack", _np_to_tf,
+             check=_np_check, hazard=_mutable_source_hazard),
+        Edge("tensorflow", "numpy", "numpy.asarray (read-only view)", _tf_to_numpy,
+             check=_tf_np_check),
+    ]
+
+
+ADAPTER = Adapter(
+    name="tensorflow",
+    aliases=("tf",),
+    modules=("tensorflow",),
+    package="tensorflow",
+    devices=("cpu", "cuda"),
+    rules=RULES,
+    is_value=_is_value,
+    view=view,
+    device=_device,
+    to_numpy=_to_numpy,
+    export_dlpack=_export,
+    dlpack_check=_dlpack_check,
+    from_dlpack=_from_dlpack,
+    dlpack_call="tf.experimental.dlpack.from_dlpack",
+    dlpack_hazard=_mutable_source_hazard,
+    to_device=_to_device,
+    gpu_present=_gpu_present,
+    edges=_edges,
+)
