@@ -29,10 +29,11 @@ def test_numpy_to_torch_fast_path_refusals_follow_the_check():
     assert out.data_ptr() != a.ctypes.data and out.tolist() == rev.tolist()
     with pytest.raises(ZeroCopyError, match="negative strides"):
         interop.to_framework(rev, "torch", copy=False)
-    raw = np.zeros(41, np.uint8)[1:].view(np.float32)  # misaligned: torch would take it
+    raw = np.zeros(81, np.uint8)[1:].view(np.float32)  # misaligned: contiguous is taken as is
     assert not raw.flags.aligned
-    out = interop.to_framework(raw, "torch")
-    assert out.data_ptr() % 4 == 0 and out.data_ptr() != raw.ctypes.data
+    assert interop.to_framework(raw, "torch").data_ptr() == raw.ctypes.data
+    out = interop.to_framework(raw[::2], "torch")  # misaligned and strided: the copy route
+    assert out.data_ptr() % 4 == 0 and out.tolist() == raw[::2].tolist()
     with pytest.raises(UnsupportedConversionError, match="byte order"):
         interop.to_framework(np.zeros(3, ">f4"), "torch")
     bf = np.arange(4).astype(ml_dtypes.bfloat16)  # refused by from_numpy, zero-copy by a view

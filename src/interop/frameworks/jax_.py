@@ -122,8 +122,8 @@ class _Alias:
 
     __slots__ = ("__array_interface__", "base")
 
-    def __init__(self, a: Any) -> None:
-        ai = dict(a.__array_interface__)
+    def __init__(self, a: Any, ai: dict | None = None) -> None:
+        ai = dict(ai if ai is not None else a.__array_interface__)
         ai["data"] = (ai["data"][0], False)
         self.__array_interface__ = ai
         self.base = a
@@ -143,9 +143,15 @@ def _np_to_jax_checked(a: Any) -> Any:
     (an ``eafp`` converter: ``COPIES`` done here, other obstacles raised as ``NeedsCopy``)."""
     if _np_dtype(a.dtype) is _NARROW_OK and type(a).__name__ == "ndarray":
         flags = a.flags
-        if flags.c_contiguous and flags.writeable and flags.aligned and (
-                not a.size or _address(a) % 64 == 0):
-            return module("jax").dlpack.from_dlpack(a)
+        if flags.c_contiguous and flags.aligned:
+            if flags.writeable:
+                if not a.size or _address(a) % 64 == 0:
+                    return module("jax").dlpack.from_dlpack(a)
+            else:  # read-only: one interface read gives the pointer and the alias
+                ai = a.__array_interface__
+                if not a.size or ai["data"][0] % 64 == 0:
+                    alias = module("numpy").asarray(_Alias(a, ai))
+                    return module("jax").dlpack.from_dlpack(alias)
     verdict = _np_to_jax_check(a)
     if verdict is None or verdict[0] == COPIES:
         return _np_to_jax(a)
@@ -161,15 +167,29 @@ def _to_numpy(x: Any) -> Any:
     return np.asarray(x)
 
 
+_SHARDINGS: dict[Any, tuple[str, str] | None] = {}  # sharding -> verdict (arrays share a few)
+
+
 def _jax_np_check(x: Any) -> tuple[str, str] | None:
-    # ``x.sharding.device_set`` is what ``x.devices()`` returns, without the copy into a
-    # new set (read once: this runs on every jax -> numpy call).
-    devs = x.sharding.device_set
+    sh = x.sharding
+    try:
+        return _SHARDINGS[sh]
+    except (KeyError, TypeError):
+        pass
+    devs = sh.device_set
     if len(devs) != 1:
-        return COPIES, "the array is sharded over several devices: gathering it copies"
-    if next(iter(devs)).platform != "cpu":
-        return COPIES, "the array lives on a GPU; NumPy reads host memory"
-    return None
+        v: tuple[str, str] | None = (
+            COPIES, "the array is sharded over several devices: gathering it copies")
+    elif next(iter(devs)).platform != "cpu":
+        v = COPIES, "the array lives on a GPU; NumPy reads host memory"
+    else:
+        v = None
+    if len(_SHARDINGS) < 64:
+        try:
+            _SHARDINGS[sh] = v
+        except TypeError:  # an unhashable sharding: checked every time
+            pass
+    return v
 
 
 def _gpu_present() -> bool:

@@ -59,7 +59,9 @@ def _np() -> Any:
 
 def _to_numpy_view(s: Any) -> Any:
     dt = s.dtype
-    if _plain(dt) or isinstance(dt, _np().dtype):  # the common case; no getattr below
+    if _plain(dt):
+        return s.values  # for NumPy dtypes the same array as to_numpy(), found faster
+    if isinstance(dt, _np().dtype):  # skips a failing getattr below
         return s.to_numpy()
     numpy_dt = getattr(dt, "numpy_dtype", None)
     if numpy_dt is not None and not isinstance(dt, type(numpy_dt)):

@@ -130,21 +130,21 @@ def _np_check(a: Any) -> tuple[str, str] | None:
     elif a.dtype.char not in "?bBhHiIlLqQefdFD" or not a.dtype.isnative:
         return UNSUPPORTED, f"torch has no dtype {a.dtype} (byte order {a.dtype.byteorder!r})"
     flags = a.flags
-    if not flags.aligned:  # torch.from_numpy would take it; its kernels assume alignment
-        return COPY_ROUTE, "the array is not aligned to its itemsize"
-    if flags.c_contiguous:
+    if flags.c_contiguous:  # misaligned too: torch takes it and its CPU kernels load unaligned
         return None
     for n, s in zip(a.shape, a.strides):
         if s < 0 and n > 1:
             return COPY_ROUTE, (f"negative strides {a.strides}: torch has none (torch.from_dlpack "
                                 "aborts the interpreter on them)")
+    if not flags.aligned:
+        return COPY_ROUTE, "the array is not aligned to its itemsize"
     return None
 
 
 def _from_numpy_checked(a: Any) -> Any:
     """``torch.from_numpy`` first (it validates dtype, byte order and strides itself, and
     raises rather than crashes); only what it refuses goes through :func:`_np_check`."""
-    if a.flags.aligned:  # torch would take a misaligned array: the check sends it to a copy
+    if a.flags.aligned:  # misaligned: the check decides (strided and misaligned: a copy)
         try:
             return module("torch").from_numpy(a)
         except (TypeError, ValueError):
