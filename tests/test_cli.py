@@ -13,6 +13,11 @@ pytest.importorskip("jax")
 pytest.importorskip("pyarrow")
 
 
+# TensorFlow and PaddlePaddle are probed by their own suites (tests/test_tensorflow.py and
+# tests/test_paddle.py, each in its own pytest process): the core run never imports them.
+SKIP = ("--skip", "tensorflow,paddle")
+
+
 def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "interop", *args], capture_output=True,
                           text=True, timeout=timeout)
@@ -20,14 +25,14 @@ def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def table() -> dict:
-    r = run("table", "--json")
+    r = run("table", "--json", *SKIP)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
 
 @pytest.fixture(scope="module")
 def doctor() -> dict:
-    r = run("doctor", "--json")
+    r = run("doctor", "--json", *SKIP)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -55,7 +60,7 @@ def test_table_json_has_every_pair(table):
     assert cells[("pyarrow", "torch")]["status"] == "zero-copy"
     assert cells[("numpy", "jax")]["status"] == "zero-copy"
     for c in table["pairs"]:
-        assert c["status"] in ("zero-copy", "copy", "unsupported", "not probed")
+        assert c["status"] in ("zero-copy", "copy", "unsupported", "not probed", "not supported")
         if c["status"] != "zero-copy":
             assert c["reason"]
 
@@ -64,7 +69,9 @@ def test_table_gpu_cells_are_not_guessed(table):
     if table["cuda"] != "no CUDA device":
         pytest.skip("a CUDA device is present: GPU cells are probed")
     for c in table["pairs"]:
-        if c["source"] in ("cupy", "torch-cuda") or c["target"] in ("cudf", "jax-gpu"):
+        if "mxnet" in (c["source"], c["target"]):  # retired: "not supported", with the reason
+            assert c["status"] == "not supported" and "retired" in c["reason"]
+        elif c["source"] in ("cupy", "torch-cuda") or c["target"] in ("cudf", "jax-gpu"):
             assert c["status"] == "not probed"
             assert "no CUDA device" in c["reason"]
 
@@ -97,6 +104,17 @@ def test_doctor_checks_the_known_pitfalls(doctor):
     assert neg["interop"].startswith("guarded")
     assert pits["jax-misaligned-copy"]["interop"].startswith("guarded")
     assert pits["torch-readonly"]["interop"].startswith("reported")
+
+
+def test_skip_leaves_tensorflow_and_paddle_out(table, doctor):
+    for c in table["pairs"]:
+        names = {c["source"], c["target"]}
+        if names & {"tensorflow", "paddle"} and names <= {"numpy", "tensorflow", "paddle"}:
+            assert c["status"] == "not probed" and "skipped" in c["reason"], c
+    pits = [p for p in doctor["pitfalls"] if p["id"].startswith(("tensorflow", "paddle"))]
+    assert pits and all(p["state"] == "skipped" for p in pits), pits
+    r = run("table", "--skip", "numpy")
+    assert r.returncode == 2 and "--skip takes tensorflow, paddle" in r.stderr
 
 
 def test_doctor_text_is_readable(doctor):

@@ -6,7 +6,11 @@ Every cell is a probe, never a guess: a deterministic sample (float32, 1024 elem
 pointers (:func:`interop.shares_memory`). The plan (:func:`interop.explain`) gives the
 reason for every copy; the raised :class:`~interop.errors.InteropError` gives the reason
 for every unsupported cell. Frameworks that are not installed, and GPU rows and columns
-on a machine without a CUDA device, say "not probed here".
+on a machine without a CUDA device, say "not probed here". A retired framework interop has
+no adapter for (MXNet) has a row and a column that say why.
+
+TensorFlow and PaddlePaddle are probed in the same process: paddle is imported first,
+because importing it after tensorflow segfaults (paddlepaddle 3.3.1, tensorflow 2.21).
 """
 
 from __future__ import annotations
@@ -20,18 +24,26 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from . import cuda_devices
+from . import cuda_devices, package_version
 
-CPU = ["numpy", "torch", "jax", "pyarrow", "pandas", "polars", "dlpack"]
-GPU = ["cupy", "numba", "cudf", "torch-cuda", "jax-gpu"]
+CPU = ["numpy", "torch", "jax", "tensorflow", "paddle", "pyarrow", "pandas", "polars", "dlpack"]
+GPU = ["cupy", "numba", "cudf", "torch-cuda", "jax-gpu", "tensorflow-gpu", "paddle-gpu"]
+OPTIONAL = ("tensorflow", "paddle")
+"""Frameworks whose tests run in their own pytest process (``-m tensorflow``, ``-m paddle``);
+``--skip`` leaves them out of a probe."""
+RETIRED = {"mxnet": "MXNet is retired upstream (Apache attic, 2023) and needs NumPy < 2"}
+"""Frameworks interop deliberately has no adapter for, and why."""
 N = 1024
 SAMPLE = f"float32, {N} elements (0, 1, 2, ...), 64-byte aligned, C-contiguous"
 
 PACKAGES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "pyarrow": "pyarrow",
             "pandas": "pandas", "polars": "polars", "dlpack": "numpy", "cupy": "cupy",
-            "numba": "numba", "cudf": "cudf", "torch-cuda": "torch", "jax-gpu": "jax"}
+            "numba": "numba", "cudf": "cudf", "torch-cuda": "torch", "jax-gpu": "jax",
+            "tensorflow": "tensorflow", "paddle": "paddle", "tensorflow-gpu": "tensorflow",
+            "paddle-gpu": "paddle"}
 
 ZERO_COPY, COPY, UNSUPPORTED, NOT_PROBED = "zero-copy", "copy", "unsupported", "not probed"
+NOT_SUPPORTED = "not supported"
 
 Maker = Callable[[], "tuple[Any, Any]"]
 """Builds a fresh sample: ``(value, origin)``; ``origin`` is what the result is compared
@@ -64,6 +76,14 @@ def make_sample(name: str) -> tuple[Any, Any]:
         import jax.numpy as jnp
 
         return _same(jnp.arange(N, dtype=jnp.float32))
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        return _same(tf.range(N, dtype=tf.float32))
+    if name == "paddle":
+        import paddle
+
+        return _same(paddle.arange(N, dtype="float32"))
     if name == "pyarrow":
         import pyarrow as pa
 
@@ -99,6 +119,15 @@ def make_sample(name: str) -> tuple[Any, Any]:
         import jax
 
         return _same(jax.device_put(b, jax.devices("gpu")[0]))
+    if name == "tensorflow-gpu":
+        import tensorflow as tf
+
+        with tf.device("/GPU:0"):
+            return _same(tf.range(N, dtype=tf.float32))
+    if name == "paddle-gpu":
+        import paddle
+
+        return _same(paddle.arange(N, dtype="float32").cuda(0))
     raise ValueError(f"no sample for {name!r}")
 
 
@@ -138,6 +167,12 @@ def _fortran() -> Any:
     return np.asfortranarray(_base().reshape(32, 32))
 
 
+def _paddle_reversed() -> tuple[Any, Any]:
+    import paddle
+
+    return _same(paddle.arange(N, dtype="float32")[::-1])
+
+
 def _bool() -> Any:
     import numpy as np
 
@@ -155,6 +190,8 @@ LAYOUTS: list[tuple[str, str, Callable[[], tuple[Any, Any]]]] = [
     ("numpy bool", "numpy", _np(_bool)),
     ("numpy float64", "numpy", _np(lambda: _base(dtype="float64"))),
     ("numpy complex64", "numpy", _np(lambda: _base(dtype="complex64"))),
+    ("numpy uint16", "numpy", _np(lambda: _base(dtype="uint16"))),
+    ("paddle negative strides [::-1]", "paddle", _paddle_reversed),
     ("pyarrow with nulls", "pyarrow", _arrow("nulls")),
     ("pyarrow ChunkedArray, 2 chunks", "pyarrow", _arrow("chunked")),
     ("pyarrow string", "pyarrow", _arrow("string")),
@@ -216,20 +253,43 @@ def probe(source: str, target: str, make: Callable[[], tuple[Any, Any]]) -> dict
                  plan_agrees=not plan.zero_copy)
 
 
-def build(gpu: tuple[int, str] | None = None) -> dict[str, Any]:
-    """Probe every pair and every layout; a JSON-ready dict."""
+def _import_order(skip: tuple[str, ...]) -> None:
+    """Import paddle before tensorflow when both will be probed (the other order segfaults)."""
+    if ("paddle" in skip or "tensorflow" in skip or "paddle" in sys.modules
+            or "tensorflow" in sys.modules or not (_installed("paddle")
+                                                   and _installed("tensorflow"))):
+        return
+    try:
+        import paddle  # noqa: F401
+    except Exception:  # a broken paddle: its cells report it
+        pass
+
+
+def build(gpu: tuple[int, str] | None = None, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Probe every pair and every layout; a JSON-ready dict.
+
+    ``skip``: frameworks (of :data:`OPTIONAL`) left unprobed, and never imported.
+    """
     import interop
 
     n_gpu, gpu_reason = gpu if gpu is not None else cuda_devices()
-    versions = {f["name"]: f["version"] for f in interop.frameworks()}
+    skip = tuple(skip)
+    _import_order(skip)
+    versions = {f["name"]: f["version"] or (package_version(f["name"]) if f["importable"]
+                                            else None)
+                for f in interop.frameworks()}
+    names = CPU + list(RETIRED) + GPU
     pairs = []
-    for s in CPU + GPU:
-        for t in CPU + GPU:
-            pairs.append(_pair(s, t, n_gpu))
+    for s in names:
+        for t in names:
+            pairs.append(_pair(s, t, n_gpu, skip))
     layouts = []
     for label, source, make in LAYOUTS:
         for t in CPU:
-            if not (_installed(source) and _installed(t)):
+            skipped = [n for n in (source, t) if PACKAGES[n] in skip]
+            if skipped:
+                cell = _cell(source, t, NOT_PROBED, f"not probed here (skipped: {skipped[0]})")
+            elif not (_installed(source) and _installed(t)):
                 missing = source if not _installed(source) else t
                 cell = _cell(source, t, NOT_PROBED, f"{missing} is not installed")
             else:
@@ -238,18 +298,24 @@ def build(gpu: tuple[int, str] | None = None) -> dict[str, Any]:
             layouts.append(cell)
     return {"generated_by": "python -m interop table", "sample": SAMPLE,
             "versions": versions, "cuda": f"{n_gpu} device(s)" if n_gpu else "no CUDA device",
-            "cuda_detail": gpu_reason,
-            "sources": CPU + GPU, "targets": CPU + GPU, "pairs": pairs, "layouts": layouts}
+            "cuda_detail": gpu_reason, "skipped": list(skip),
+            "sources": names, "targets": names, "pairs": pairs, "layouts": layouts}
 
 
 _GPU_TARGET = {"cupy": ("cupy", None), "numba": ("numba", None), "cudf": ("cudf", None),
-               "torch-cuda": ("torch", "cuda"), "jax-gpu": ("jax", "cuda")}
+               "torch-cuda": ("torch", "cuda"), "jax-gpu": ("jax", "cuda"),
+               "tensorflow-gpu": ("tensorflow", "cuda"), "paddle-gpu": ("paddle", "cuda")}
 
 
-def _pair(s: str, t: str, n_gpu: int) -> dict[str, Any]:
+def _pair(s: str, t: str, n_gpu: int, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    for name in (s, t):
+        if name in RETIRED:
+            return _cell(s, t, NOT_SUPPORTED, RETIRED[name])
     if (s in GPU or t in GPU) and not n_gpu:
         return _cell(s, t, NOT_PROBED, "not probed here (no CUDA device)")
     for name in (s, t):
+        if PACKAGES[name] in skip:
+            return _cell(s, t, NOT_PROBED, f"not probed here (skipped: {PACKAGES[name]})")
         if not _installed(name):
             return _cell(s, t, NOT_PROBED, f"not probed here ({PACKAGES[name]} is not installed)")
     if t in GPU:  # with a GPU: ask interop for the GPU framework / device, live
@@ -285,6 +351,7 @@ LEGEND = [
     ("unsupported", "`interop.to_framework` raises; the note is the error it raises"),
     ("not probed", "the framework is not installed or needs a CUDA device this machine lacks; "
                    "never a guess"),
+    ("not supported", "a framework interop deliberately has no adapter for; the note says why"),
     ("hazard", "converts, but the plan records a hazard (a note says which)"),
 ]
 
@@ -360,7 +427,7 @@ def text(data: dict[str, Any]) -> str:
     """A plain-text grid for the terminal, notes numbered below it."""
     notes = _Notes()
     short = {ZERO_COPY: "zero-copy", COPY: "copy", UNSUPPORTED: "unsupported",
-             NOT_PROBED: "-"}
+             NOT_PROBED: "-", NOT_SUPPORTED: "retired"}
 
     def lab(c: dict[str, Any]) -> str:
         s = short[c["status"]]
@@ -390,6 +457,17 @@ def text(data: dict[str, Any]) -> str:
 
 
 # ---- reading a rendered table back (for the test) ---------------------------------------
+def frameworks_of(section: str, row: str, col: str) -> set[str]:
+    """The packages a cell of :func:`parse_markdown` involves (its row's source, its column)."""
+    if section.startswith("Layouts"):
+        source = next((src for label, src, _ in LAYOUTS if label == row), row)
+        names = (source, col)
+    else:
+        names = (row, col)
+    return {PACKAGES.get(n, n) for n in names}
+
+
+
 def parse_markdown(md: str) -> dict[tuple[str, str, str], str]:
     """``{(section, row, column): cell text with notes resolved}`` from :func:`markdown`."""
     notes = dict(re.findall(r"^\[\^(\d+)\]: (.*)$", md, flags=re.M))
@@ -415,8 +493,14 @@ def main(argv: list[str] | None = None) -> int:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--markdown", action="store_true", help="Markdown with a legend and notes")
     g.add_argument("--json", action="store_true", help="every cell as JSON")
+    p.add_argument("--skip", default="", metavar="NAMES",
+                   help=f"comma-separated frameworks to leave unprobed (of {', '.join(OPTIONAL)})")
     args = p.parse_args(argv)
-    data = build()
+    skip = tuple(n.strip() for n in args.skip.split(",") if n.strip())
+    unknown = [n for n in skip if n not in OPTIONAL]
+    if unknown:
+        p.error(f"--skip takes {', '.join(OPTIONAL)}; got {', '.join(unknown)}")
+    data = build(skip=skip)
     if args.json:
         print(json.dumps(data, indent=2))
     elif args.markdown:

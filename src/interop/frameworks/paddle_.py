@@ -5,9 +5,10 @@ each point honest):
 
 - ``paddle.utils.dlpack.from_dlpack`` takes legacy and versioned capsules and producers,
   and imports strided, Fortran-order, broadcast and misaligned buffers in place (its
-  kernels handle them). Negative strides are not imported: it asks for a ~16 EiB
-  allocation and raises ``MemoryError``. Its own slices (``t[::-1]``) do have negative
-  strides, and it exports them as such.
+  kernels handle them). Negative strides are not: it asks for a ~16 EiB allocation and
+  raises ``MemoryError``, or (seen with 2 elements, and not reproducibly with more) imports
+  them reading memory *before* the buffer and returns wrong values. Its own slices
+  (``t[::-1]``) do have negative strides, and it exports them correctly.
 - It ignores the DLPack 1.x read-only flag: a read-only source comes back writable.
 - It reads a uint16 buffer as **bfloat16** (its NumPy convention): the values change
   meaning, so interop refuses uint16 targets. float8_e4m3fn/e5m2 and bfloat16 work.
@@ -82,8 +83,8 @@ def _accepts(ts: str) -> str | None:
 
 RULES = ConsumerRules(
     negative_strides=False, accepts=_accepts, name="PaddlePaddle",
-    negative_strides_why=("cannot import them (paddle.utils.dlpack.from_dlpack asks for a "
-                          "~16 EiB allocation and raises MemoryError)"))
+    negative_strides_why=("cannot import them (paddle.utils.dlpack.from_dlpack raises "
+                          "MemoryError for a ~16 EiB allocation, or reads outside the buffer)"))
 
 
 def _is_value(x: Any) -> bool:
