@@ -215,3 +215,20 @@ def test_masked_pairs_convert_between_frameworks_and_columns_of():
     assert m.tolist() == [True, False, True] and v[m].tolist() == [1, 3]
     arrays = columns_of(t, "pyarrow", columns=["f"])
     assert isinstance(arrays["f"], pa.ChunkedArray) and arrays["f"].to_pylist() == [0.5, 1.5, 2.5]
+
+
+def test_a_table_to_its_own_framework_is_the_same_object():
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    import interop
+
+    df = pd.DataFrame({"a": [1.0, 2.0]}, index=pd.Index([10, 20], name="k"))
+    assert interop.to_framework(df, "pandas") is df  # index and names kept
+    assert interop.explain(df, "pandas").zero_copy
+    back = interop.to_framework(df, "pandas", copy=True)
+    assert back is not df and back["a"].tolist() == [1.0, 2.0]
+    pdf, tab = pl.DataFrame({"a": [1]}), pa.table({"a": [1]})
+    assert interop.to_framework(pdf, "polars") is pdf
+    assert interop.to_framework(tab, "pyarrow") is tab

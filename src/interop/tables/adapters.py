@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import InteropError, UnsupportedConversionError
 from ..frameworks.base import Adapter
-from ..plan import Step
+from ..plan import Plan, Step
 from . import arrow_c, build, columns
 
 TABLE_TARGETS = build.TABLE_TARGETS
@@ -59,9 +59,14 @@ def _stream_table(x: Any) -> tuple[Any, tuple[Step, ...]]:
 
 
 # ---- the table kinds --------------------------------------------------------------------
-def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = False):
+def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = False,
+               same: str = ""):
+    """``same``: the table target the source already is (returned as it is, index and all)."""
+
     def convert_table(x: Any, target: str, *, copy: bool | None = None, device: Any = None,
                       **options: Any) -> Any:
+        if target == same and copy is not True and not options and device is None:
+            return x
         steps: tuple[Step, ...] = ()
         if stream:
             x, steps = _stream_table(x)
@@ -71,6 +76,8 @@ def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = Fa
         return _convert(label, named, target, copy, device, options, steps)
 
     def explain_table(x: Any, target: str, *, copy: bool | None = None, **options: Any):
+        if target == same and copy is not True and not options:
+            return Plan(label, target, (Step(label, target, "identity"),), True, (), ())
         if stream:
             return _explain_stream(label, x, target, copy, options)
         return _explain(label, named_of(x), target, copy, options)
@@ -175,8 +182,9 @@ def _isinstance(module: str, *names: str) -> Callable[[Any], bool]:
 
 def _table_adapter(name: str, modules: tuple[str, ...], package: str,
                    is_value: Callable[[Any], bool], label: str, named_of: Callable,
-                   stream: bool = False, devices: tuple[str, ...] = ("cpu",)) -> Adapter:
-    conv, expl = _converter(label, named_of, stream=stream)
+                   stream: bool = False, devices: tuple[str, ...] = ("cpu",),
+                   same: str = "") -> Adapter:
+    conv, expl = _converter(label, named_of, stream=stream, same=same)
     return Adapter(name=name, modules=modules, package=package, kind="table",
                    devices=devices, is_value=is_value, convert_table=conv, explain_table=expl)
 
@@ -199,7 +207,8 @@ def _cudf_explain(x: Any, target: str, *, copy: bool | None = None, **options: A
 
 
 ARROW_TABLE = _table_adapter("arrow-table", ("pyarrow",), "pyarrow",
-                             _isinstance("pyarrow", "Table"), "pyarrow Table", _arrow_table)
+                             _isinstance("pyarrow", "Table"), "pyarrow Table", _arrow_table,
+                             same="pyarrow")
 ARROW_BATCH = _table_adapter("arrow-batch", ("pyarrow",), "pyarrow",
                              _isinstance("pyarrow", "RecordBatch"), "pyarrow RecordBatch",
                              _arrow_table)
@@ -207,9 +216,11 @@ ARROW_STREAM = _table_adapter("arrow-stream", ("pyarrow",), "pyarrow",
                               _isinstance("pyarrow", "RecordBatchReader"),
                               "pyarrow RecordBatchReader", _arrow_table, stream=True)
 PANDAS_DF = _table_adapter("pandas-dataframe", ("pandas",), "pandas",
-                           _isinstance("pandas", "DataFrame"), "pandas DataFrame", _pandas)
+                           _isinstance("pandas", "DataFrame"), "pandas DataFrame", _pandas,
+                           same="pandas")
 POLARS_DF = _table_adapter("polars-dataframe", ("polars",), "polars",
-                           _isinstance("polars", "DataFrame"), "polars DataFrame", _polars)
+                           _isinstance("polars", "DataFrame"), "polars DataFrame", _polars,
+                           same="polars")
 DICT = _table_adapter("dict", (), "interop", _is_dict, "dict of arrays", _dict)
 CUDF = Adapter(name="cudf-dataframe", modules=("cudf",), package="cudf", kind="table",
                devices=("cuda",), is_value=_isinstance("cudf", "DataFrame"),
