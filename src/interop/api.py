@@ -16,6 +16,7 @@ REGISTRY = Registry()
 for _adapter in ADAPTERS:
     REGISTRY.add(_adapter)
 _PLANS = REGISTRY.plans
+_FAST = REGISTRY.fast
 
 
 def to_framework(x: Any, target: str, *, device: str | None = None, copy: bool | None = None,
@@ -29,8 +30,11 @@ def to_framework(x: Any, target: str, *, device: str | None = None, copy: bool |
     """
     if stream is None and not options:
         try:
-            fn = _PLANS.get((type(x), target, device, copy))
-        except TypeError:  # an unhashable argument: the slow path names it
+            if device is None and copy is None:
+                fn = _FAST[target].get(type(x))
+            else:
+                fn = _PLANS.get((type(x), target, device, copy))
+        except (KeyError, TypeError):  # a new target, or an unhashable argument (named below)
             fn = None
         if fn is not None:
             return fn(x)

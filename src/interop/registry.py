@@ -49,6 +49,9 @@ class Registry:
         self._routes: dict[tuple[str, str], list[Edge] | None] = {}
         self._kinds: dict[type, str | None] = {}
         self.plans: dict[tuple, Callable[[Any], Any]] = {}
+        self.fast: dict[str, dict[type, Callable[[Any], Any]]] = {}
+        """The plans with ``device=None, copy=None``, as ``{target: {source type: plan}}``:
+        the common call looks them up without building a key tuple."""
         self._lock = threading.RLock()
 
     # ---- registration -------------------------------------------------------------
@@ -74,6 +77,13 @@ class Registry:
         self._routes.clear()
         self._kinds.clear()
         self.plans.clear()
+        self.fast.clear()
+
+    def _store(self, x: Any, target: str, device: Any, copy: bool | None,
+               fn: Callable[[Any], Any]) -> None:
+        self.plans[(type(x), target, device, copy)] = fn
+        if device is None and copy is None:
+            self.fast.setdefault(target, {})[type(x)] = fn
 
     def known(self) -> list[str]:
         return sorted(n for n, a in self.adapters.items() if a.kind != "source")
@@ -176,7 +186,7 @@ class Registry:
                 conv, opts = adapter.convert_table, dict(options or {})
                 fn = lambda x: conv(x, tgt, copy=copy, device=device, **opts)  # noqa: E731
                 if not opts:
-                    self.plans[(type(x), target, device, copy)] = fn
+                    self._store(x, target, device, copy, fn)
                 return fn
             if options:
                 raise InteropError(
@@ -198,7 +208,7 @@ class Registry:
             else:
                 fn = self._compile(src, tgt, copy, have[0])
             if not adapter.per_value_kind:
-                self.plans[(type(x), target, device, copy)] = fn
+                self._store(x, target, device, copy, fn)
             return fn
 
     def _dispatch(self, adapter: Adapter, tgt: str, copy: bool | None,
