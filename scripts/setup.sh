@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs interop with everything its tests and demo use.
 # torch is pinned to the CPU build this machine carries; the package itself does not pin it.
+# tensorflow-cpu and paddlepaddle are pinned too; their tests run in their own pytest processes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -10,7 +11,11 @@ fi
 stamp=.venv/.interop-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+  # TensorFlow and PaddlePaddle: pinned to the versions whose behaviour the adapters and
+  # tests/test_tensorflow.py, tests/test_paddle.py were probed against (not in [all]).
+  .venv/bin/python -m pip install -q --disable-pip-version-check "tensorflow-cpu==2.21.0" "paddlepaddle==3.3.1" 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[all,gpu,test]" 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import interop, torch, jax, pyarrow, pandas, polars, numba" 
+  # paddle before tensorflow: importing paddle after tensorflow segfaults (both bundle protobuf)
+  .venv/bin/python -c "import interop, torch, jax, pyarrow, pandas, polars, numba, paddle, tensorflow" 
   touch "$stamp"
 fi

@@ -2,6 +2,9 @@
 
 Blocks of one file run in order in one namespace, like a reader following along. A block
 preceded by a ``<!-- no-test -->`` line is skipped: only for examples that need a GPU.
+A block preceded by ``<!-- requires: tensorflow -->`` (or ``paddle``) runs only in that
+framework's own test process (``pytest -m tensorflow``), through :func:`run_optional_blocks`,
+so the core run never imports it.
 """
 
 from __future__ import annotations
@@ -17,16 +20,46 @@ DOCS = [ROOT / "README.md"] + [ROOT / "docs" / f"{n}.md" for n in
                                ("index", "quickstart", "concepts", "frameworks",
                                 "troubleshooting", "dask")]
 BLOCK = re.compile(r"(?P<before>[^\n]*)\n```python\n(?P<code>.*?)\n```", re.S)
+REQUIRES = re.compile(r"<!-- requires: (?P<name>[\w-]+) -->")
+OPTIONAL = ("tensorflow", "paddle")
 
 
-def blocks(path: Path) -> list[tuple[int, str, bool]]:
-    """``(line, code, skipped)`` for each python block of ``path``."""
+def _all_blocks(path: Path) -> list[tuple[int, str, str]]:
+    """``(line, code, the line before the fence)`` for each python block of ``path``."""
     text = "\n" + path.read_text()
     out = []
     for m in BLOCK.finditer(text):
         line = text[:m.start("code")].count("\n")
-        out.append((line, m.group("code"), m.group("before").strip() == "<!-- no-test -->"))
+        out.append((line, m.group("code"), m.group("before").strip()))
     return out
+
+
+def blocks(path: Path) -> list[tuple[int, str, bool]]:
+    """``(line, code, skipped)`` for each python block of ``path`` needing no optional
+    framework (those run in their own process: :func:`run_optional_blocks`)."""
+    return [(line, code, before == "<!-- no-test -->")
+            for line, code, before in _all_blocks(path) if not REQUIRES.fullmatch(before)]
+
+
+def run_optional_blocks(name: str) -> int:
+    """Run the blocks marked ``<!-- requires: name -->``, in order, one namespace per file;
+    called by that framework's own suite. Returns how many ran."""
+    ran = 0
+    for path in DOCS:
+        ns: dict = {"__name__": f"docs_{path.stem}_{name}"}
+        for line, code, before in _all_blocks(path):
+            m = REQUIRES.fullmatch(before)
+            if not m or m.group("name") != name:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    exec(compile(code, f"{path.name}:{line}", "exec"), ns)
+                except Exception as e:
+                    raise AssertionError(f"{path.name}, block at line {line} failed: "
+                                         f"{type(e).__name__}: {e}") from e
+            ran += 1
+    return ran
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -55,6 +88,17 @@ def test_skipped_blocks_are_for_gpus_only():
             if skipped:
                 assert re.search(r"cuda|cupy|gpu|rmm|mempool", code, re.I), (
                     f"{path.name}:{line} is marked no-test but needs no GPU")
+
+
+def test_optional_blocks_name_a_framework_with_its_own_suite():
+    seen = set()
+    for path in DOCS:
+        for line, _, before in _all_blocks(path):
+            m = REQUIRES.fullmatch(before)
+            if m:
+                assert m.group("name") in OPTIONAL, f"{path.name}:{line}: {before}"
+                seen.add(m.group("name"))
+    assert seen == set(OPTIONAL), seen
 
 
 def test_readme_names_the_two_commands_and_links():

@@ -46,9 +46,23 @@ _ACCEPTED = frozenset(_TYPESTR.values())
 _ML = frozenset(ts for ts in _ACCEPTED if ts[0] not in "<>|")
 
 
+@cache
+def _installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("paddle") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def blocked() -> str | None:
     """Why paddle cannot be imported into this process now (``None``: it can)."""
-    if "paddle" in sys.modules or "tensorflow" not in sys.modules:
+    if "paddle" in sys.modules:
+        return None
+    if not _installed():
+        return "paddle is not installed: pip install paddlepaddle (or interop[paddle])"
+    if "tensorflow" not in sys.modules:
         return None
     return ("paddle cannot be imported after tensorflow in one process: both bundle protobuf "
             "and importing paddle then segfaults (seen with paddlepaddle 3.3.1 and tensorflow "
@@ -219,10 +233,13 @@ def _to_device(arr: Any, index: int) -> Any:
     return _np_to_paddle(arr).cuda(index)
 
 
+# numpy -> paddle wins over the generic DLPack edge (2.1), but a path through NumPy
+# (1 + 1.25) loses to one direct DLPack step (2.2, registry.DLPACK_COST) from torch, JAX or
+# tensorflow. tests/test_paddle.py checks the routes.
 def _edges() -> list[Edge]:
     return [
         Edge("numpy", "paddle", "paddle.utils.dlpack.from_dlpack", _np_to_paddle,
-             check=_np_check, hazard=_readonly_hazard),
+             check=_np_check, hazard=_readonly_hazard, cost=1.25),
         Edge("paddle", "dlpack", "Tensor.__dlpack__", _to_capsule),
     ]
 

@@ -62,9 +62,26 @@ def _tf() -> Any:
     return tf
 
 
+@cache
+def _installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing() -> str | None:
+    """Why tensorflow cannot be a target here (``None``: it can); never imports it."""
+    if "tensorflow" in sys.modules or _installed():
+        return None
+    return "tensorflow is not installed: pip install tensorflow (or interop[tensorflow])"
+
+
 def _accepts(ts: str) -> str | None:
     if ts in _ACCEPTED:
-        return None
+        return missing()
     if ts.startswith("float8"):
         return (f"TensorFlow's DLPack import has no {ts} (it refuses DLPack float8 type "
                 "codes): convert to NumPy first, then to tensorflow (tf.convert_to_tensor "
@@ -210,6 +227,8 @@ def _mutable_source_hazard(x: Any) -> str | None:
 # ---- numpy <-> tensorflow ---------------------------------------------------------------
 
 def _np_check(a: Any) -> tuple[str, str] | None:
+    if "tensorflow" not in sys.modules and missing():
+        return UNSUPPORTED, missing()
     ts = dlpack.typestr_of(a.dtype)
     if a.dtype.type.__module__ == "ml_dtypes":
         if ts in _HOST_ONLY:
@@ -316,12 +335,19 @@ def _to_device(arr: Any, index: int) -> Any:
         return tf.identity(tf.constant(arr))
 
 
+# For tensorflow <-> numpy itself these edges win over the generic DLPack edge (2.1), but a
+# path through NumPy (1 + 1.25) loses to one direct DLPack step (2.2, registry.DLPACK_COST)
+# between tensorflow and torch, JAX or paddle: one call, bfloat16 to JAX without a copy, and
+# no read-only NumPy view handed to torch. tests/test_tensorflow.py checks the routes.
+_HOP = 1.25
+
+
 def _edges() -> list[Edge]:
     return [
         Edge("numpy", "tensorflow", "tf.experimental.dlpack.from_dlpack", _np_to_tf,
-             check=_np_check, hazard=_mutable_source_hazard),
+             check=_np_check, hazard=_mutable_source_hazard, cost=_HOP),
         Edge("tensorflow", "numpy", "numpy.asarray (read-only view)", _tf_to_numpy,
-             check=_tf_np_check),
+             check=_tf_np_check, cost=_HOP),
     ]
 
 

@@ -1,0 +1,557 @@
+"""TensorFlow in the conversion matrix: every pair with the other CPU frameworks, the guards.
+
+Runs in its own pytest process (``pytest -m tensorflow``; scripts/test.sh does it). The core
+run collects this file but never imports tensorflow: every import of it is inside a fixture
+or a test. Pairs with PaddlePaddle live in tests/test_paddle.py (paddle must be imported
+before tensorflow in one process).
+
+A zero-copy claim is proved by data pointers (TensorFlow's own DLPack export gives the
+tensor's address) and by a write through one side seen on the other.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import interop
+from interop.errors import UnsupportedConversionError, ZeroCopyError
+from interop.protocols import dlpack
+from matrix_samples import (
+    DTYPES,
+    SOURCE_DTYPES,
+    TARGET_DTYPES,
+    as_numpy,
+    build,
+    marker,
+    poke,
+    raw_pointer,
+    values,
+)
+
+pytestmark = [pytest.mark.tensorflow]
+
+ROOT = Path(__file__).resolve().parents[1]
+OTHERS = ["numpy", "torch", "jax", "pyarrow", "pandas", "polars", "dlpack"]
+TF_DTYPES = [d for d in DTYPES]  # every dtype of the matrix: TF holds all of them
+BIT_PACKED = {"pyarrow", "polars"}
+
+
+@pytest.fixture(scope="module")
+def tf():
+    import tensorflow as tf
+
+    return tf
+
+
+def tf_ptr(t) -> int:
+    """The tensor's address, from TensorFlow's own DLPack export."""
+    import tensorflow as tf
+
+    return dlpack.inspect_capsule(tf.experimental.dlpack.to_dlpack(t)).view.ptr
+
+
+def tf_values(t) -> np.ndarray:
+    """The tensor's values through TensorFlow's own zero-copy view (numpy.asarray)."""
+    return np.asarray(t)
+
+
+def tf_tensor(dt: str, shape=(8,)):
+    """A TensorFlow-allocated tensor of ``dt`` (values from matrix_samples.values)."""
+    import tensorflow as tf
+
+    v = values(DTYPES[dt], shape)
+    return tf.constant(v), v
+
+
+def _run(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+# ---- every other CPU framework -> tensorflow ------------------------------------------------
+
+INTO = [pytest.param(src, dt, id=f"{src}-{dt}") for src in OTHERS for dt in SOURCE_DTYPES[src]]
+
+
+@pytest.mark.parametrize(("src", "dt"), INTO)
+def test_into_tensorflow(tf, src, dt):
+    s = build(src, dt, "C", one_d=True)
+    plan = interop.explain(s.value, "tensorflow")
+    copies = dt == "bool" and src in BIT_PACKED  # Arrow/polars booleans are bit-packed
+    assert plan.supported and plan.zero_copy == (not copies), plan
+    s = build(src, dt, "C", one_d=True)
+    t = interop.to_framework(s.value, "tensorflow")
+    assert isinstance(t, tf.Tensor)
+    _same(tf_values(t), s.expected)
+    if copies:
+        with pytest.raises(ZeroCopyError, match="bits"):
+            interop.to_framework(build(src, dt, "C", one_d=True).value, "tensorflow", copy=False)
+        return
+    assert tf_ptr(t) == s.ptr  # the pointer proof
+    # the write proof: through the mutable side, or under both when neither is mutable
+    m = marker(s.expected.dtype, s.expected[0])
+    if isinstance(s.value, np.ndarray):
+        s.value[0] = m
+    else:
+        poke(s.ptr, s.expected.dtype, m)
+    assert tf_values(t)[0] == m
+    if src not in ("dlpack", "numpy", "torch"):  # the source reads the same memory
+        assert as_numpy(s.value)[0] == m
+    # copy=False works, copy=True never shares
+    s = build(src, dt, "C", one_d=True)
+    assert tf_ptr(interop.to_framework(s.value, "tensorflow", copy=False)) == s.ptr
+    s = build(src, dt, "C", one_d=True)
+    fresh = interop.to_framework(s.value, "tensorflow", copy=True)
+    assert tf_ptr(fresh) != s.ptr
+    _same(tf_values(fresh), s.expected)
+
+
+def test_two_dimensional_arrays_into_tensorflow(tf):
+    for src in ("numpy", "torch", "jax"):
+        s = build(src, "float32", "C", one_d=False)
+        t = interop.to_framework(s.value, "tensorflow", copy=False)
+        assert tuple(t.shape) == s.expected.shape == (3, 4)
+        assert tf_ptr(t) == s.ptr
+        _same(tf_values(t), s.expected)
+
+
+# ---- tensorflow -> every other CPU framework ------------------------------------------------
+
+OUT = [pytest.param(tgt, dt, id=f"{tgt}-{dt}") for tgt in OTHERS for dt in TF_DTYPES]
+
+
+@pytest.mark.parametrize(("tgt", "dt"), OUT)
+def test_out_of_tensorflow(tf, tgt, dt):
+    t, want = tf_tensor(dt)
+    ptr = tf_ptr(t)
+    plan = interop.explain(t, tgt)
+    if dt not in TARGET_DTYPES[tgt]:
+        assert not plan.supported and plan.error == "unsupported", plan
+        with pytest.raises(UnsupportedConversionError, match=dt):
+            interop.to_framework(t, tgt)
+        return
+    copies = dt == "bool" and tgt in BIT_PACKED
+    assert plan.supported and plan.zero_copy == (not copies), plan
+    r = interop.to_framework(t, tgt)
+    if copies:
+        _same(np.asarray(as_numpy(r)), want)
+        return
+    assert raw_pointer(r) == ptr  # the pointer proof
+    if tgt == "dlpack":  # a capsule: read-only flag set, then read (consumed) once
+        assert dlpack.inspect_capsule(r).view.readonly
+    # the write proof: TensorFlow is immutable; write through a writable result (torch),
+    # else under both sides, and read each with its own API
+    m = marker(want.dtype, want[0])
+    if tgt == "torch":
+        import torch
+
+        r[0] = torch.from_numpy(np.array([m]).astype(want.dtype)) if dt != "bfloat16" else \
+            torch.tensor(float(m), dtype=torch.bfloat16)
+    else:
+        poke(ptr, want.dtype, m)
+    assert tf_values(t)[0] == m
+    seen = np.asarray(as_numpy(r))
+    expected = want.copy()
+    expected[0] = m
+    _same(seen, expected)
+
+
+def test_tensorflow_to_numpy_is_a_read_only_view(tf):
+    for dt in TF_DTYPES:
+        t, want = tf_tensor(dt, (3, 4))
+        a = interop.to_framework(t, "numpy", copy=False)
+        assert a.ctypes.data == tf_ptr(t), dt
+        assert not a.flags.writeable, dt  # TF tensors are immutable (bfloat16 included)
+        with pytest.raises(ValueError, match="read-only"):
+            a[0, 0] = want[0, 0]
+        _same(a, want)
+
+
+def test_tensorflow_two_dimensional_to_torch_and_jax(tf):
+    t, want = tf_tensor("float32", (3, 4))
+    for tgt in ("torch", "jax", "numpy"):
+        r = interop.to_framework(t, tgt, copy=False)
+        assert raw_pointer(r) == tf_ptr(t)
+        _same(np.asarray(as_numpy(r)), want)
+
+
+def test_tensorflow_to_torch_records_the_immutability_hazard(tf):
+    t, _ = tf_tensor("float32")
+    plan = interop.explain(t, "torch")
+    assert plan.zero_copy and any("cannot be read-only" in h for h in plan.hazards), plan
+    r = interop.to_framework(t, "torch")
+    r[0] = 42.0  # what the hazard warns about: TF's "immutable" tensor changed
+    assert tf_values(t)[0] == 42.0
+
+
+def test_read_only_numpy_to_tensorflow_is_zero_copy_and_stays_unwritten(tf):
+    a = values(DTYPES["float32"], (8,))
+    a.flags.writeable = False
+    plan = interop.explain(a, "tensorflow")
+    assert plan.zero_copy and not plan.hazards, plan
+    t = interop.to_framework(a, "tensorflow", copy=False)
+    assert tf_ptr(t) == a.ctypes.data
+    # TensorFlow never writes to its inputs: ops leave the read-only array as it was
+    before = a.copy()
+    for op in (lambda x: x + 1, tf.nn.relu, lambda x: tf.cast(x, tf.float64), tf.negative,
+               tf.function(lambda x: x * 2.0)):
+        op(t)
+    _same(a, before)
+    assert not a.flags.writeable
+
+
+def test_writable_numpy_to_tensorflow_records_the_hazard(tf):
+    a = values(DTYPES["float32"], (8,))
+    plan = interop.explain(a, "tensorflow")
+    assert any("TensorFlow treats tensors as immutable" in h for h in plan.hazards), plan
+
+
+# ---- layouts and guards -----------------------------------------------------------------------
+
+def _misaligned(offset: int = 4) -> np.ndarray:
+    raw = values(DTYPES["uint8"], (4096 + 128,))
+    a = raw[offset:offset + 4096].view(np.float32)
+    a[:] = np.arange(1024, dtype=np.float32)
+    return a
+
+
+@pytest.mark.parametrize(("layout", "reason"), [
+    ("F", "Fortran-order strides"),
+    ("strided", "non-contiguous strides"),
+    ("negative", "negative strides"),
+    ("broadcast", "broadcast (zero) strides"),
+])
+def test_non_compact_numpy_is_copied_with_the_reason(tf, layout, reason):
+    from matrix_samples import np_layout
+
+    a = np_layout(DTYPES["float32"], layout, one_d=False)
+    plan = interop.explain(a, "tensorflow")
+    assert plan.supported and not plan.zero_copy, plan
+    assert reason in plan.reasons[0] and "TensorFlow needs compact row-major" in plan.reasons[0]
+    with pytest.raises(ZeroCopyError, match="TensorFlow needs compact row-major"):
+        interop.to_framework(a, "tensorflow", copy=False)
+    t = interop.to_framework(a, "tensorflow")
+    _same(tf_values(t), np.array(a))
+    assert not interop.shares_memory(t, a)
+
+
+def test_raw_tensorflow_refuses_non_compact_strides(tf):
+    """The misbehaviour interop works around: TF raises (it does not crash) on strides."""
+    with pytest.raises(tf.errors.InvalidArgumentError, match="strides"):
+        tf.experimental.dlpack.from_dlpack(values(DTYPES["float32"], (16,))[::2].__dlpack__())
+
+
+@pytest.mark.parametrize("layout", ["0-d", "empty", "C"])
+def test_compact_numpy_layouts_are_zero_copy(tf, layout):
+    from matrix_samples import np_layout
+
+    a = np_layout(DTYPES["float64"], layout, one_d=False)
+    t = interop.to_framework(a, "tensorflow", copy=False)
+    _same(tf_values(t), a)
+    if a.size:
+        assert tf_ptr(t) == a.ctypes.data
+
+
+@pytest.mark.parametrize("offset", [4, 16, 32])
+def test_misaligned_numpy_is_copied_because_tensorflow_would_abort(tf, offset):
+    a = _misaligned(offset)
+    plan = interop.explain(a, "tensorflow")
+    assert not plan.zero_copy and "not 64-byte aligned" in plan.reasons[0], plan
+    assert "abort the interpreter" in plan.reasons[0]
+    with pytest.raises(ZeroCopyError, match="64-byte aligned"):
+        interop.to_framework(a, "tensorflow", copy=False)
+    t = interop.to_framework(a, "tensorflow")
+    assert tf_ptr(t) % 64 == 0 and not interop.shares_memory(t, a)
+    assert float(tf.reduce_sum(t)) == float(a.sum())  # would abort on the misaligned buffer
+
+
+def test_misaligned_torch_tensor_is_copied(tf):
+    import torch
+
+    base = torch.from_numpy(values(DTYPES["float32"], (17,)))
+    t = base[1:]  # 4 bytes past a 64-byte boundary
+    plan = interop.explain(t, "tensorflow")
+    assert not plan.zero_copy and "abort the interpreter" in plan.reasons[0], plan
+    r = interop.to_framework(t, "tensorflow")
+    assert float(tf.reduce_sum(r)) == float(t.sum())
+    with pytest.raises(ZeroCopyError, match="64-byte aligned"):
+        interop.to_framework(t, "tensorflow", copy=False)
+
+
+@pytest.mark.parametrize(("layout", "reason"), [
+    ("F", "non-compact"), ("strided", "non-compact"), ("broadcast", "non-compact")])
+def test_non_compact_torch_is_copied(tf, layout, reason):
+    s = build("torch", "float32", layout, one_d=False)
+    plan = interop.explain(s.value, "tensorflow")
+    assert not plan.zero_copy and "TensorFlow needs compact row-major" in plan.reasons[0]
+    _same(tf_values(interop.to_framework(s.value, "tensorflow")), s.expected)
+
+
+def test_raw_tensorflow_aborts_on_misaligned_buffers_but_interop_does_not():
+    """The misbehaviour, only ever run in a child process; then interop in another child."""
+    raw = _run("""
+        import numpy as np, tensorflow as tf
+        raw = np.zeros(4096 + 128, np.uint8)
+        off = (-raw.ctypes.data) % 64 + 4
+        t = tf.experimental.dlpack.from_dlpack(raw[off:off + 4096].view(np.float32).__dlpack__())
+        tf.reduce_sum(t).numpy()
+        print("survived")
+    """)
+    assert raw.returncode != 0 and "survived" not in raw.stdout
+    assert "IsAligned" in raw.stderr, raw.stderr[-2000:]
+    guarded = _run("""
+        import numpy as np, tensorflow as tf, interop
+        raw = np.zeros(4096 + 128, np.uint8)
+        off = (-raw.ctypes.data) % 64 + 4
+        a = raw[off:off + 4096].view(np.float32)
+        a[:] = np.arange(1024)
+        t = interop.to_framework(a, "tensorflow")
+        print(float(tf.reduce_sum(t)), float(tf.reduce_sum(t * 2)), tf.concat([t, t], 0).shape)
+    """)
+    assert guarded.returncode == 0, guarded.stderr[-2000:]
+    assert "523776.0 1047552.0" in guarded.stdout
+
+
+def test_raw_tensorflow_string_dlpack_aborts_but_interop_refuses(tf):
+    raw = _run("import tensorflow as tf; tf.constant(['a']).__dlpack__(); print('survived')")
+    assert raw.returncode != 0 and "survived" not in raw.stdout
+    s = tf.constant(["a", "b"])
+    for tgt in ("torch", "numpy", "jax", "dlpack", "pyarrow"):
+        plan = interop.explain(s, tgt)
+        assert not plan.supported and plan.error == "unsupported", (tgt, plan)
+        with pytest.raises(UnsupportedConversionError, match="string"):
+            interop.to_framework(s, tgt)
+    assert not interop.shares_memory(s, s)  # no view: never calls __dlpack__
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
+def test_float8_tensors_copy_through_numpy(tf, name):
+    import ml_dtypes
+
+    want = values(np.dtype(getattr(ml_dtypes, name)), (8,))
+    t = tf.constant(want)
+    plan = interop.explain(t, "numpy")
+    assert plan.supported and not plan.zero_copy and "copies" in plan.reasons[0], plan
+    with pytest.raises(ZeroCopyError, match="no zero-copy protocol"):
+        interop.to_framework(t, "numpy", copy=False)
+    _same(interop.to_framework(t, "numpy"), want)
+    plan = interop.explain(t, "torch")
+    assert not plan.zero_copy and "DLPack refuses it" in plan.reasons[0], plan
+    r = interop.to_framework(t, "torch")
+    assert str(r.dtype) == f"torch.{name}"
+    _same(as_numpy(r.view(__import__("torch").uint8)).view(want.dtype), want)
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                  "float8_e5m2fnuz", "float8_e4m3b11fnuz"])
+def test_float8_numpy_into_tensorflow_is_one_recorded_copy(tf, name):
+    import ml_dtypes
+
+    a = values(np.dtype(getattr(ml_dtypes, name)), (8,))
+    plan = interop.explain(a, "tensorflow")
+    assert plan.supported and not plan.zero_copy and "tf.convert_to_tensor" in plan.reasons[0]
+    with pytest.raises(ZeroCopyError, match="no " + name):
+        interop.to_framework(a, "tensorflow", copy=False)
+    t = interop.to_framework(a, "tensorflow")
+    assert t.dtype.name == name
+    _same(tf_values(t), a)
+
+
+def test_float8_torch_into_tensorflow_says_how(tf):
+    import torch
+
+    t = torch.zeros(4, dtype=torch.float8_e4m3fn)
+    plan = interop.explain(t, "tensorflow")
+    assert not plan.supported and "convert to NumPy first" in plan.reasons[0], plan
+    with pytest.raises(UnsupportedConversionError, match="float8_e4m3fn"):
+        interop.to_framework(t, "tensorflow")
+
+
+def test_symbolic_tensors_are_refused_with_the_reason(tf):
+    seen = []
+
+    @tf.function
+    def f(x):
+        seen.append(interop.explain(x, "numpy"))
+        try:
+            interop.to_framework(x, "torch")
+        except UnsupportedConversionError as e:
+            seen.append(str(e))
+        return x
+
+    f(tf.constant([1.0, 2.0]))
+    assert not seen[0].supported and "symbolic" in seen[0].reasons[0]
+    assert "symbolic" in seen[1]
+
+
+def test_non_native_byte_order_is_refused(tf):
+    a = values(DTYPES["float32"], (4,)).astype(">f4")
+    with pytest.raises(UnsupportedConversionError, match="byte order"):
+        interop.to_framework(a, "tensorflow")
+
+
+# ---- lifetimes ----------------------------------------------------------------------------
+
+def test_tensorflow_result_keeps_the_numpy_source_alive(tf):
+    a = values(DTYPES["float64"], (1024,))
+    want = a.copy()
+    t = interop.to_framework(a, "tensorflow", copy=False)
+    del a
+    gc.collect()
+    _junk = [np.full(1024, 7.0) for _ in range(64)]
+    _same(tf_values(t), want)
+    assert float(tf.reduce_sum(t)) == float(want.sum())
+
+
+def test_results_keep_the_tensorflow_source_alive(tf):
+    for tgt in ("numpy", "torch", "jax"):
+        t, want = tf_tensor("float32", (1024,))
+        r = interop.to_framework(t, tgt, copy=False)
+        del t
+        gc.collect()
+        _junk = [tf.fill([1024], 7.0) for _ in range(64)]
+        _same(np.asarray(as_numpy(r)), want)
+
+
+def test_capsule_from_tensorflow_round_trips(tf):
+    t, want = tf_tensor("int32")
+    cap = interop.to_framework(t, "dlpack")
+    back = interop.to_framework(cap, "tensorflow")
+    assert tf_ptr(back) == tf_ptr(t)
+    _same(tf_values(back), want)
+
+
+# ---- detection, registry, table, doctor, docs -------------------------------------------------
+
+def test_detection_and_aliases(tf):
+    t = tf.constant([1.0])
+    assert interop.explain(t, "tf").target == "tensorflow"
+    assert interop.explain(np.zeros(2, np.float32), "TensorFlow").target == "tensorflow"
+    rows = {r["name"]: r for r in interop.frameworks()}
+    r = rows["tensorflow"]
+    assert r["importable"] and r["imported"] and "cpu" in r["devices"] and "cuda" in r["devices"]
+    assert {"DLPack export", "DLPack import"} <= set(r["protocols"])
+
+
+def test_paddle_is_never_imported_after_tensorflow(tf):
+    if "paddle" in sys.modules:
+        pytest.skip("paddle was imported before tensorflow in this process (a combined run)")
+    a = values(DTYPES["float32"], (4,))
+    plan = interop.explain(a, "paddle")
+    assert not plan.supported and "import paddle before tensorflow" in plan.reasons[0], plan
+    with pytest.raises(UnsupportedConversionError, match="segfaults"):
+        interop.to_framework(tf.constant([1.0]), "paddle")
+    assert "paddle" not in sys.modules
+
+
+@pytest.fixture(scope="module")
+def live_table() -> dict:
+    r = subprocess.run([sys.executable, "-m", "interop", "table", "--json"], capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def test_committed_table_is_fresh_for_tensorflow(live_table):
+    from interop.cli import table
+
+    def cells(md: str) -> dict:
+        return {k: v for k, v in table.parse_markdown(md).items()
+                if "tensorflow" in table.frameworks_of(*k)
+                and k[1] not in table.GPU and k[2] not in table.GPU}
+
+    committed = cells((ROOT / "conversion_table.md").read_text())
+    now = cells(table.markdown(live_table))
+    assert committed and len(committed) == len(now)
+    stale = {k: (committed.get(k), now.get(k)) for k in committed.keys() | now.keys()
+             if committed.get(k) != now.get(k)}
+    assert not stale, ("conversion_table.md is stale; regenerate it with `python -m interop "
+                       f"table --markdown > conversion_table.md`: {stale}")
+
+
+def test_table_tensorflow_cells(live_table):
+    from interop.cli import table
+
+    pairs = {(c["source"], c["target"]): c for c in live_table["pairs"]}
+    for other in table.CPU:
+        for key in (("tensorflow", other), (other, "tensorflow")):
+            assert pairs[key]["status"] == table.ZERO_COPY, pairs[key]
+            assert pairs[key]["plan_agrees"], pairs[key]
+    assert pairs[("tensorflow", "tensorflow-gpu")]["status"] == table.NOT_PROBED
+    lay = {(c["label"], c["target"]): c for c in live_table["layouts"]}
+    for label, words in (("numpy negative strides [::-1]", "negative strides"),
+                         ("numpy misaligned (+4 bytes)", "abort the interpreter"),
+                         ("numpy strided [::2]", "compact row-major")):
+        c = lay[(label, "tensorflow")]
+        assert c["status"] == table.COPY and words in c["reason"], c
+    assert all(c["plan_agrees"] for c in live_table["layouts"])
+
+
+def test_doctor_lists_tensorflow_and_its_pitfalls(tf):
+    r = subprocess.run([sys.executable, "-m", "interop", "doctor", "--json"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = json.loads(r.stdout)
+    fws = {f["name"]: f for f in d["frameworks"]}
+    assert fws["tensorflow"]["version"] == tf.__version__
+    pits = {p["id"]: p for p in d["pitfalls"] if p["framework"] == "tensorflow"}
+    assert {"tensorflow-misaligned-abort", "tensorflow-string-dlpack", "tensorflow-numpy-copies",
+            "tensorflow-bfloat16-writable", "tensorflow-non-compact"} <= set(pits)
+    for p in pits.values():
+        assert p["state"] in ("present", "absent"), p
+        assert p["interop"].startswith(("guarded", "avoided", "reported")), p
+    if tf.__version__ == "2.21.0":  # what this version was seen to do
+        assert all(p["state"] == "present" for p in pits.values()), pits
+
+
+def test_docs_tensorflow_examples_run():
+    from test_docs import run_optional_blocks
+
+    assert run_optional_blocks("tensorflow") >= 1
+
+
+# ---- GPU (skipped without a CUDA device) --------------------------------------------------
+
+@pytest.mark.gpu
+def test_gpu_tensorflow_to_torch_and_back_zero_copy(tf):
+    if not tf.config.list_physical_devices("GPU"):
+        pytest.skip("this TensorFlow build sees no GPU (tensorflow-cpu)")
+    import torch
+
+    with tf.device("/GPU:0"):
+        t = tf.range(1024, dtype=tf.float32)
+    plan = interop.explain(t, "torch")
+    assert plan.zero_copy, plan
+    r = interop.to_framework(t, "torch", copy=False)
+    assert r.device.type == "cuda" and r.data_ptr() == tf_ptr(t)
+    r[0] = 42.0
+    torch.cuda.synchronize()
+    assert float(t[0]) == 42.0
+    back = interop.to_framework(r, "tensorflow", copy=False)
+    assert "GPU" in back.device and tf_ptr(back) == r.data_ptr()
+
+
+@pytest.mark.gpu
+def test_gpu_tensorflow_to_host_is_an_explicit_copy(tf):
+    if not tf.config.list_physical_devices("GPU"):
+        pytest.skip("this TensorFlow build sees no GPU (tensorflow-cpu)")
+    with tf.device("/GPU:0"):
+        t = tf.range(8, dtype=tf.float32)
+    with pytest.raises(interop.errors.DeviceError, match="device='cpu'"):
+        interop.to_framework(t, "numpy")
+    with pytest.raises(ZeroCopyError):
+        interop.to_framework(t, "numpy", device="cpu", copy=False)
+    _same(interop.to_framework(t, "numpy", device="cpu"), np.arange(8, dtype=np.float32))
