@@ -1,0 +1,126 @@
+"""TensorFlow and PaddlePaddle from the core run's side: never imported, never an ImportError.
+
+Their own suites (tests/test_tensorflow.py, tests/test_paddle.py) run in separate processes.
+These tests need neither framework: each runs a child process that imports interop alone,
+or one where the frameworks are hidden as on a machine without them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+HIDE = """
+import importlib.machinery, sys
+
+class _Hidden(importlib.machinery.PathFinder):
+    # tensorflow and paddle are not installed, as far as this process can tell
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name.partition(".")[0] in ("tensorflow", "paddle"):
+            return None
+        return super().find_spec(name, path, target)
+
+sys.meta_path = [_Hidden if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
+"""
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    return r
+
+
+def test_interop_never_imports_tensorflow_or_paddle():
+    _run("""
+        import sys
+        import numpy as np, torch, jax, pyarrow as pa
+        import interop
+        from interop.cli import doctor, table
+        from interop.host import fresh_copy
+        rows = {r["name"]: r for r in interop.frameworks()}
+        assert {"tensorflow", "paddle"} <= set(rows), rows
+        assert not rows["tensorflow"]["imported"] and not rows["paddle"]["imported"]
+        a = fresh_copy(np.zeros(4, np.float32))  # 64-byte aligned, as TensorFlow needs
+        for tgt in ("numpy", "torch", "jax", "pyarrow", "dlpack"):
+            interop.to_framework(a, tgt)
+            interop.to_framework(interop.to_framework(a, tgt), "numpy")
+        # explaining a conversion to them reads dtypes and layouts only
+        assert interop.explain(a, "tensorflow").zero_copy
+        assert interop.explain(a, "tf").target == "tensorflow"
+        assert interop.explain(a, "paddle").zero_copy
+        assert not interop.shares_memory(a, object())
+        table.build(gpu=(0, "none"), skip=table.OPTIONAL)
+        bad = [m for m in sys.modules if m.partition(".")[0] in ("tensorflow", "paddle")]
+        assert not bad, bad
+    """)
+
+
+def test_without_tensorflow_and_paddle_they_are_listed_as_not_installed():
+    r = _run(HIDE + """
+import numpy as np
+import interop
+from interop.cli import doctor, table
+from interop.errors import InteropError
+
+rows = {r["name"]: r for r in interop.frameworks()}
+for name in ("tensorflow", "paddle"):
+    assert rows[name]["importable"] is False and rows[name]["version"] is None, rows[name]
+    plan = interop.explain(np.zeros(3, np.float32), name)
+    assert not plan.supported and "is not installed: pip install" in plan.reasons[0], plan
+    try:
+        interop.to_framework(np.zeros(3, np.float32), name)
+    except InteropError as e:  # never a bare ImportError
+        assert "not installed" in str(e), e
+    else:
+        raise AssertionError("converted without the framework")
+    cell = table._pair(name, "numpy", 0)
+    assert cell["status"] == "not probed" and "not installed" in cell["reason"], cell
+pits = doctor._child_pitfalls(())
+assert pits and all(p["state"] == "not installed" for p in pits), pits
+d = {"interop": "0", "python": "3", "platform": "x", "frameworks": interop.frameworks(),
+     "gpus": {"count": 0, "detail": "none"}, "pool": {"active": False}, "pitfalls": pits}
+text = doctor.render(d)
+for name in ("tensorflow", "paddle"):
+    line = next(l for l in text.splitlines() if l.strip().startswith(name + " "))
+    assert line.split()[-2:] == ["not", "installed"], line
+print(text)
+""")
+    assert "tensorflow" in r.stdout and "paddle" in r.stdout
+
+
+def test_paddle_is_never_imported_after_tensorflow():
+    """Importing paddle after tensorflow segfaults: with tensorflow loaded (a stand-in
+    module here), interop refuses to import paddle and says why."""
+    _run("""
+        import sys, types
+        import numpy as np
+        sys.modules["tensorflow"] = types.ModuleType("tensorflow")
+        import interop
+        from interop.errors import UnsupportedConversionError
+        a = np.zeros(4, np.float32)
+        plan = interop.explain(a, "paddle")
+        assert not plan.supported and "import paddle before tensorflow" in plan.reasons[0], plan
+        try:
+            interop.to_framework(a, "paddle")
+        except UnsupportedConversionError as e:
+            assert "segfaults" in str(e), e
+        else:
+            raise AssertionError("paddle was imported after tensorflow")
+        assert "paddle" not in sys.modules
+    """)
+
+
+def test_detection_reads_the_module_name_only():
+    _run("""
+        import sys
+        import interop
+        from interop.api import REGISTRY
+        Fake = type("EagerTensor", (), {"__module__": "tensorflow.python.framework.ops"})
+        Pd = type("Tensor", (), {"__module__": "paddle"})
+        for name, value in (("tensorflow", Fake()), ("paddle", Pd())):
+            assert not REGISTRY.adapters[name].owns(value)  # not loaded: not theirs
+        assert "tensorflow" not in sys.modules and "paddle" not in sys.modules
+    """)
