@@ -268,7 +268,7 @@ def test_error_hierarchy():
 
 def test_second_call_hits_the_plan_cache(monkeypatch):
     reg = api.REGISTRY
-    reg.plans.clear()
+    reg.clear_plans()
     a = aligned(np.arange(5.0))
     t = interop.to_framework(a, "torch")
     key = (np.ndarray, "torch", None, None)
@@ -297,7 +297,7 @@ def test_cached_plan_still_checks_each_value():
 
 def test_cache_keys_separate_copy_modes():
     reg = api.REGISTRY
-    reg.plans.clear()
+    reg.clear_plans()
     a = aligned(np.arange(3.0))
     interop.to_framework(a, "torch", copy=True)
     interop.to_framework(a, "torch")
@@ -308,7 +308,7 @@ def test_cache_keys_separate_copy_modes():
 
 def test_capsules_are_not_cached_per_type():
     reg = api.REGISTRY
-    reg.plans.clear()
+    reg.clear_plans()
     cap = aligned(np.arange(3.0)).__dlpack__()
     interop.to_framework(cap, "numpy")
     assert not any(k[0].__name__ == "PyCapsule" for k in reg.plans)

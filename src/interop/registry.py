@@ -76,6 +76,10 @@ class Registry:
     def _invalidate(self) -> None:
         self._routes.clear()
         self._kinds.clear()
+        self.clear_plans()
+
+    def clear_plans(self) -> None:
+        """Forget every cached plan (the next call of each pair plans again)."""
         self.plans.clear()
         self.fast.clear()
 
