@@ -135,7 +135,8 @@ def _export_verdict(t: Any) -> tuple[str, str] | None:
     if name in _HOST_ONLY:
         return COPY_ROUTE, (f"TensorFlow exports {name} over no zero-copy protocol "
                             "(DLPack refuses it): one copy through NumPy")
-    return UNSUPPORTED, f"TensorFlow dtype {name} holds no plain numbers to share"
+    return UNSUPPORTED, (f"TensorFlow dtype {name} has no DLPack or NumPy buffer to share "
+                         "(only numeric tensors convert)")
 
 
 def _capsule(t: Any) -> Any:
@@ -307,10 +308,15 @@ def _tf_to_numpy(t: Any) -> Any:
 
 
 def _to_numpy(t: Any) -> Any:
-    """Any tensor to host NumPy (copying from a GPU, or for float8/int4)."""
+    """Any tensor to host NumPy: a read-only view on the CPU, a (writable) copy from a GPU
+    or for float8/int4."""
     verdict = _tf_np_check(t)
     if verdict is not None and verdict[0] == UNSUPPORTED:
         raise UnsupportedConversionError(verdict[1])
+    if _device(t)[0] != "cpu":
+        import numpy as np
+
+        return np.asarray(t)
     return _tf_to_numpy(t)
 
 
