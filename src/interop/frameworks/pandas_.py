@@ -58,11 +58,16 @@ def _np() -> Any:
 
 
 def _to_numpy_view(s: Any) -> Any:
+    """The values as NumPy: a view for NumPy dtypes; the masked-dtype copy (``COPIES``) done
+    here; missing values or non-numeric data raised as ``NeedsCopy`` (an ``eafp`` edge)."""
     dt = s.dtype
     if _plain(dt):
         return s.values  # for NumPy dtypes the same array as to_numpy(), found faster
-    if isinstance(dt, _np().dtype):  # skips a failing getattr below
-        return s.to_numpy()
+    verdict = check(s)
+    if verdict is not None and verdict[0] != COPIES:
+        from ..registry import NeedsCopy
+
+        raise NeedsCopy(*verdict)
     numpy_dt = getattr(dt, "numpy_dtype", None)
     if numpy_dt is not None and not isinstance(dt, type(numpy_dt)):
         return s.to_numpy(dtype=numpy_dt)
@@ -86,8 +91,12 @@ def to_numpy(s: Any) -> Any:
 def view(s: Any) -> BufferView:
     """The :class:`BufferView` of the Series' NumPy values."""
     from ..protocols.array_interface import view_of_numpy
+    from ..registry import NeedsCopy
 
-    return view_of_numpy(_to_numpy_view(s))
+    try:
+        return view_of_numpy(_to_numpy_view(s))
+    except NeedsCopy as nc:  # NA or non-numeric: no NumPy view of the Series' own memory
+        raise UnsupportedConversionError(f"pandas Series {s.name!r}: {nc.reason}") from None
 
 
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
@@ -105,7 +114,7 @@ def _from_numpy(a: Any) -> Any:
 
 def _edges() -> list[Edge]:
     return [
-        Edge("pandas", "numpy", "Series.to_numpy()", _to_numpy_view, check=check),
+        Edge("pandas", "numpy", "Series.to_numpy()", _to_numpy_view, check=check, eafp=True),
         Edge("numpy", "pandas", "pandas.Series(copy=False)", _from_numpy, check=_np_check),
     ]
 
