@@ -62,7 +62,7 @@ def _to_numpy_view(s: Any) -> Any:
     here; missing values or non-numeric data raised as ``NeedsCopy`` (an ``eafp`` edge)."""
     dt = s.dtype
     if _plain(dt):
-        return s.values  # for NumPy dtypes the same array as to_numpy(), found faster
+        return s.to_numpy()  # a read-only view under copy-on-write (.values is slower)
     verdict = check(s)
     if verdict is not None and verdict[0] != COPIES:
         from ..registry import NeedsCopy
