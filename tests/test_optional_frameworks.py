@@ -124,3 +124,17 @@ def test_detection_reads_the_module_name_only():
             assert not REGISTRY.adapters[name].owns(value)  # not loaded: not theirs
         assert "tensorflow" not in sys.modules and "paddle" not in sys.modules
     """)
+
+
+def test_versions_found_under_their_distribution_names():
+    """tensorflow ships as tensorflow-cpu here and paddle as paddlepaddle: still versioned,
+    still not imported."""
+    import importlib.metadata as md
+    import sys
+
+    import interop
+
+    info = {f["name"]: f for f in interop.frameworks()}
+    assert info["tensorflow"]["version"] == md.version("tensorflow-cpu")
+    assert info["paddle"]["version"] == md.version("paddlepaddle")
+    assert "tensorflow" not in sys.modules and "paddle" not in sys.modules

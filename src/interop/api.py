@@ -85,6 +85,7 @@ def frameworks() -> list[dict[str, Any]]:
     import importlib.util
 
     out = []
+    dists: dict[str, list[str]] | None = None
     for name, a in sorted(REGISTRY.adapters.items()):
         if a.kind in ("source", "table") or name == "dlpack":
             continue
@@ -94,6 +95,13 @@ def frameworks() -> list[dict[str, Any]]:
             try:
                 version = importlib.metadata.version(a.package)
             except importlib.metadata.PackageNotFoundError:
+                # the distribution is named otherwise (tensorflow-cpu, paddlepaddle, ...)
+                if dists is None:
+                    dists = importlib.metadata.packages_distributions()
+                for dist in dists.get(a.package, []):
+                    version = importlib.metadata.version(dist)
+                    break
+            if version is None:
                 version = getattr(sys.modules.get(a.package), "__version__", None)
         speaks = []
         if a.export_dlpack is not None:
