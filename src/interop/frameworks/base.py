@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocols import dlpack
 from ..view import BufferView
 
 Check = Callable[[Any], "tuple[str, str] | None"]
@@ -186,3 +187,18 @@ def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | Non
         return None
 
     return check
+
+
+def readonly_source(x: Any) -> bool:
+    """Whether ``x`` is memory its owner treats as read-only or immutable: a read-only NumPy
+    array, a JAX or TensorFlow array, or a DLPack 1.x capsule flagged read-only."""
+    np = sys.modules.get("numpy")
+    if (np is not None and isinstance(x, np.ndarray) and not x.flags.writeable) or (
+            type(x).__module__.startswith(("jax", "jaxlib", "tensorflow"))):
+        return True
+    if dlpack.is_capsule(x):
+        try:
+            return dlpack.inspect_capsule(x).view.readonly
+        except Exception:  # a consumed or foreign capsule: the conversion reports it
+            return False
+    return False

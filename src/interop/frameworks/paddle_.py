@@ -31,7 +31,15 @@ from ..errors import FrameworkMissingError, UnsupportedConversionError
 from ..protocols import dlpack
 from ..protocols.array_interface import view_of_numpy
 from ..view import BufferView
-from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge, view_obstacle
+from .base import (
+    COPY_ROUTE,
+    UNSUPPORTED,
+    Adapter,
+    ConsumerRules,
+    Edge,
+    readonly_source,
+    view_obstacle,
+)
 from .numpy_ import _check as _numpy_check
 
 # paddle dtype name -> type string, for every dtype paddle exports and imports over DLPack.
@@ -162,15 +170,7 @@ def _from_dlpack(producer: Any) -> Any:
 
 
 def _readonly_hazard(x: Any) -> str | None:
-    np = sys.modules.get("numpy")
-    ro = (np is not None and isinstance(x, np.ndarray) and not x.flags.writeable) or (
-        type(x).__module__.startswith(("jax", "jaxlib", "tensorflow")))
-    if not ro and dlpack.is_capsule(x):  # a DLPack 1.x capsule flagged read-only
-        try:
-            ro = dlpack.inspect_capsule(x).view.readonly
-        except Exception:  # a consumed or foreign capsule: the conversion reports it
-            ro = False
-    if ro:
+    if readonly_source(x):
         return ("PaddlePaddle tensors cannot be read-only (its DLPack import ignores the "
                 "read-only flag): writes through the result change memory the source treats "
                 "as read-only/immutable")

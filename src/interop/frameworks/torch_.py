@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView
-from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge, module
+from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge, module, readonly_source
 
 _NAMES = {
     "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
@@ -106,15 +106,7 @@ def _to_device(arr: Any, index: int) -> Any:
 
 
 def _readonly_hazard(x: Any) -> str | None:
-    np = sys.modules.get("numpy")
-    ro = (np is not None and isinstance(x, np.ndarray) and not x.flags.writeable) or (
-        type(x).__module__.startswith(("jax", "jaxlib", "tensorflow")))
-    if not ro and dlpack.is_capsule(x):  # a DLPack 1.x capsule flagged read-only
-        try:
-            ro = dlpack.inspect_capsule(x).view.readonly
-        except Exception:  # a consumed or foreign capsule: the conversion reports it
-            ro = False
-    if ro:
+    if readonly_source(x):
         return ("torch tensors cannot be read-only: writes through the result change memory "
                 "the source treats as read-only/immutable")
     return None
