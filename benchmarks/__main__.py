@@ -82,12 +82,14 @@ def main(argv: list[str] | None = None) -> int:
                              "traceback": traceback.format_exc()}
             print(results[name]["traceback"], file=sys.stderr)
         results["meta"]["seconds"][name] = round(time.perf_counter() - t0, 2)
-    from .report import bars, write
+    from .report import bars, write, write_docs
 
     paths = write(results, Path(args.out), machine, with_plots=not args.no_plots)
+    if not args.quick and args.only == "" and Path(args.out).resolve() == HERE / "results":
+        paths["docs"] = write_docs(results, HERE.parent / "docs", HERE / "results", machine)
     for b in bars(results):
         print(f"{'PASS' if b['pass'] else 'FAIL'}  {b['bar']}: {b['value']}")
-    print(f"wrote {paths['json']} and {paths['md']}")
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 
 

@@ -220,3 +220,36 @@ def write(results: dict[str, Any], out: Path, machine: str, with_plots: bool = T
         text += "\n## Plots\n\n" + "\n".join(f"![{p}]({p})" for p in results["plots"]) + "\n"
     md.write_text(text)
     return {"json": js, "md": md}
+
+
+def write_docs(results: dict[str, Any], docs: Path, results_dir: Path, machine: str) -> Path:
+    """``docs/performance.md``: this run's report, and the dispatch overhead per pair against
+    ``results_dir/before.json`` (the run before the dispatch work) when it exists."""
+    rel = Path("..") / results_dir.relative_to(docs.parent)
+    body = markdown(results).replace("\n#", "\n##").replace("# interop benchmarks", "## Run")
+    lines = ["# Performance", "",
+             f"Written by `.venv/bin/{results['meta']['command']}` (the full run, about "
+             "a minute here; `--quick` for a smoke run, which leaves this page alone). Raw data: "
+             f"`{rel / (machine + '.json')}`. Timings on this shared 2-core machine are noisy: "
+             "compare the ratios and paired differences, not absolute times.", "", body]
+    before = results_dir / "before.json"
+    d = results.get("dispatch") or {}
+    if before.exists() and d.get("pairs"):
+        prior = json.loads(before.read_text())
+        old = {p["pair"]: p.get("overhead_us") for p in
+               prior.get("dispatch", {}).get("pairs", [])}
+        lines += ["", "## Dispatch overhead before and after the fast paths", "",
+                  f"Before: `{rel / 'before.json'}` ({prior['meta']['date']}, under load). "
+                  "Overhead over the native call, us (median).", "",
+                  "| pair | before | now |", "|---|---|---|"]
+        for p in d["pairs"]:
+            if "overhead_us" not in p:
+                continue
+            b = old.get(p["pair"])
+            lines.append(f"| {p['pair']} | {'' if b is None else f'{b:+.2f}'} | "
+                         f"{p['overhead_us']:+.2f} |")
+    if results.get("plots"):
+        lines += ["", "## Plots", ""] + [f"![{p}]({rel / p})" for p in results["plots"]]
+    path = docs / "performance.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
