@@ -121,7 +121,7 @@ def register_converter(source: str, target: str, convert: Callable[[Any], Any], 
 
     ``check(x)`` returns ``None`` when ``convert`` is zero-copy for ``x``, or a
     ``(verdict, reason)`` pair (verdicts in :mod:`interop.frameworks.base`). A lower
-    ``cost`` than the built-in paths (1 for a fast path, 2 for DLPack) makes it win.
+    ``cost`` than the built-in paths (1 for a fast path, 2.2 for DLPack) makes it win.
     """
     REGISTRY.add_edge(Edge(source, target, via, convert, check=check, cost=cost))
 
