@@ -43,6 +43,9 @@ def _check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     ts = dlpack.typestr_of(x.dtype)
     if ts not in DLPACK_DTYPES:
         return UNSUPPORTED, f"NumPy cannot export dtype {x.dtype} over DLPack"
+    if not x.dtype.isnative:
+        return UNSUPPORTED, (f"dtype {x.dtype} has non-native byte order, which DLPack cannot "
+                             "describe: convert with x.astype(x.dtype.newbyteorder('='))")
     flags = x.flags
     if flags.c_contiguous and flags.writeable and flags.aligned and (
             rules.alignment == 1 or not x.size or _address(x) % rules.alignment == 0):
