@@ -14,10 +14,8 @@ from typing import Any
 
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
-from . import pyarrow_
 from .base import (
     COPIES,
-    COPY_ROUTE,
     UNSUPPORTED,
     Adapter,
     ConsumerRules,
@@ -216,56 +214,10 @@ def _to_device(arr: Any, index: int) -> Any:
     return jax.device_put(arr, jax.devices("gpu")[index])
 
 
-# ---- pyarrow -> jax: Arrow's own DLPack export (no read-only NumPy alias on the way) -----
-
-_ARROW_TS: dict[int, str | None] = {}  # Arrow type id -> NumPy type string (None: no DLPack)
-
-
-def _arrow_typestr(t: Any) -> str | None:
-    ts = _ARROW_TS.get(t.id, "")
-    if ts == "":
-        types = sys.modules["pyarrow"].types
-        ts = (dlpack.typestr_of(module("numpy").dtype(t.to_pandas_dtype()))
-              if types.is_integer(t) or types.is_floating(t) else None)
-        _ARROW_TS[t.id] = ts
-    return ts
-
-
-def _arrow_to_jax_check(x: Any) -> tuple[str, str] | None:
-    verdict = pyarrow_.check(x)
-    if verdict is not None:
-        return verdict
-    ts = _arrow_typestr(x.type)
-    if ts is None:
-        return UNSUPPORTED, f"JAX has no dtype for Arrow {x.type}"
-    why = _accepts(ts)
-    if why:
-        return UNSUPPORTED, why
-    c = pyarrow_._chunk(x)
-    if len(c):
-        ptr = c.buffers()[1].address + c.offset * (c.type.bit_width // 8)
-        if ptr % 64:
-            return COPY_ROUTE, (f"data pointer {ptr:#x} is not 64-byte aligned: JAX on the CPU "
-                                "would copy it silently")
-    return None
-
-
-def _arrow_to_jax(x: Any) -> Any:
-    """Arrow's ``__dlpack__`` into JAX when the check passes; otherwise the NumPy route's
-    rules (bool/date copies, read-only alias, ``NeedsCopy`` for the rest)."""
-    if _arrow_to_jax_check(x) is None:
-        return module("jax").dlpack.from_dlpack(pyarrow_._chunk(x))
-    return _np_to_jax_checked(pyarrow_._to_numpy_view(x))
-
-
 def _edges() -> list[Edge]:
     return [
         Edge("numpy", "jax", "jax.dlpack.from_dlpack", _np_to_jax_checked,
              check=_np_to_jax_check, hazard=_immutable_hazard, eafp=True),
-        # cost 1.9: it beats pyarrow -> numpy -> jax (2.0) but never carries a route through
-        # JAX to a third framework (JAX narrows nothing silently, but refuses 64-bit types)
-        Edge("pyarrow", "jax", "jax.dlpack.from_dlpack (Arrow's __dlpack__)", _arrow_to_jax,
-             check=_arrow_to_jax_check, eafp=True, cost=1.9),
         Edge("jax", "numpy", "numpy.asarray (__array__)", _to_numpy, check=_jax_np_check),
     ]
 
