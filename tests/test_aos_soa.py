@@ -104,15 +104,22 @@ def test_out_buffers_are_written_and_aliased():
     np.testing.assert_array_equal(buf, rows.T)
     for j, name in enumerate("xyz"):  # the table's columns are out's rows, not copies
         assert tab.column(name).chunk(0).buffers()[1].address == buf[j].ctypes.data
+    buf[1, 0] = -5.0  # a write into out= is seen in the table
+    assert tab.column("y")[0].as_py() == -5.0
+    buf[1, 0] = rows[0, 1]
     rec = rows.reshape(-1).view([("a", "<f4"), ("b", "<f4"), ("c", "<f4")])
     buf2 = torch.zeros(3, n)
     cols = interop.aos_to_soa(rec, target="numpy", out=buf2)
     np.testing.assert_array_equal(buf2.numpy(), rows.T)
     assert cols["b"].ctypes.data == buf2[1].data_ptr()
+    buf2[1, 0] = 11.0
+    assert cols["b"][0] == 11.0
     back = torch.empty(n, 3)
     res = interop.soa_to_aos(tab, target="torch", out=back)
     assert res.data_ptr() == back.data_ptr()
     np.testing.assert_array_equal(back.numpy(), rows)
+    back[0, 0] = 99.0
+    assert res[0, 0].item() == 99.0
 
 
 def test_out_errors_name_the_fix():

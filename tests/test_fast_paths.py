@@ -24,6 +24,8 @@ def test_numpy_to_torch_fast_path_refusals_follow_the_check():
     a = np.arange(8, dtype=np.float32)
     t = interop.to_framework(a, "torch")
     assert t.data_ptr() == a.ctypes.data
+    t[0] = 42.0  # and a write through the tensor is seen by the array
+    assert a[0] == 42.0
     rev = a[::-1]  # torch.from_numpy refuses: the copy route, values kept
     out = interop.to_framework(rev, "torch")
     assert out.data_ptr() != a.ctypes.data and out.tolist() == rev.tolist()
@@ -31,7 +33,10 @@ def test_numpy_to_torch_fast_path_refusals_follow_the_check():
         interop.to_framework(rev, "torch", copy=False)
     raw = np.zeros(81, np.uint8)[1:].view(np.float32)  # misaligned: contiguous is taken as is
     assert not raw.flags.aligned
-    assert interop.to_framework(raw, "torch").data_ptr() == raw.ctypes.data
+    tr = interop.to_framework(raw, "torch")
+    assert tr.data_ptr() == raw.ctypes.data
+    raw[1] = 7.0
+    assert tr[1].item() == 7.0
     out = interop.to_framework(raw[::2], "torch")  # misaligned and strided: the copy route
     assert out.data_ptr() % 4 == 0 and out.tolist() == raw[::2].tolist()
     with pytest.raises(UnsupportedConversionError, match="byte order"):
@@ -39,6 +44,8 @@ def test_numpy_to_torch_fast_path_refusals_follow_the_check():
     bf = np.arange(4).astype(ml_dtypes.bfloat16)  # refused by from_numpy, zero-copy by a view
     tb = interop.to_framework(bf, "torch")
     assert tb.dtype == torch.bfloat16 and tb.data_ptr() == bf.ctypes.data
+    tb[2] = 9.0
+    assert float(bf[2]) == 9.0
 
 
 def test_typestr_cache_keeps_byte_order_apart():
@@ -58,6 +65,10 @@ def test_jax_alignment_read_from_the_buffer():
     good = buf[start:start + 128].view(np.float32)
     bad = buf[start + 4:start + 4 + 64].view(np.float32)
     assert interop.explain(good, "jax").zero_copy
+    j = interop.to_framework(good, "jax")
+    assert j.unsafe_buffer_pointer() == good.ctypes.data
+    good[3] = 5.0  # JAX reads the same memory (the hazard the plan reports)
+    assert float(j[3]) == 5.0
     plan = interop.explain(bad, "jax")
     assert not plan.zero_copy and "64-byte aligned" in " ".join(plan.reasons)
     with pytest.raises(ZeroCopyError, match="64-byte aligned"):
@@ -110,6 +121,8 @@ def test_two_step_plans_run_each_step_check():
     assert t.data_ptr() == s.to_numpy(allow_copy=False).ctypes.data
     plan = interop.explain(s, "torch")  # torch has no read-only tensors: said, not hidden
     assert plan.zero_copy and any("read-only" in h for h in plan.hazards), plan
+    t[1] = 42.0  # the hazard is real: the write lands in the Series' own buffer
+    assert s[1] == 42.0
 
 
 def test_arrow_to_jax_emits_no_deprecation_warning():
@@ -125,3 +138,5 @@ def test_arrow_to_jax_emits_no_deprecation_warning():
         warnings.simplefilter("error", DeprecationWarning)
         j = interop.to_framework(x, "jax")
     assert j.unsafe_buffer_pointer() == x.buffers()[1].address
+    a[4] = 3.0  # the Arrow array and the JAX array read the one buffer
+    assert float(j[4]) == 3.0 and x[4].as_py() == 3.0

@@ -146,21 +146,24 @@ def module(name: str) -> Any:
     return m if m is not None else importlib.import_module(name)
 
 
-def by_dtype(classify: Callable[[Any], tuple[str, str] | None]
-             ) -> Callable[[Any], tuple[str, str] | None]:
-    """``classify`` (a verdict that depends on the dtype alone) memoised per dtype."""
-    cache: dict[Any, tuple[str, str] | None] = {}
+def memo(compute: Callable[[Any], Any], bound: int = 256) -> Callable[[Any], Any]:
+    """``compute`` memoised per argument (a dtype, an Arrow type, a sharding: the few that
+    values share). Unhashable arguments are computed every time; at most ``bound`` kept."""
+    cache: dict[Any, Any] = {}
 
-    def verdict(dtype: Any) -> tuple[str, str] | None:
+    def cached(key: Any) -> Any:
         try:
-            return cache[dtype]
+            return cache[key]
         except KeyError:
-            v = classify(dtype)
-            if len(cache) < 256:
-                cache[dtype] = v
-            return v
+            pass
+        except TypeError:  # unhashable
+            return compute(key)
+        v = compute(key)
+        if len(cache) < bound:
+            cache[key] = v
+        return v
 
-    return verdict
+    return cached
 
 
 def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | None],

@@ -20,10 +20,10 @@ from .base import (
     Adapter,
     ConsumerRules,
     Edge,
-    by_dtype,
+    memo,
     module,
 )
-from .numpy_ import DLPACK_DTYPES, _address
+from .numpy_ import DLPACK_DTYPES, ready
 from .numpy_ import _check as _numpy_check
 
 _WIDE = {"<i8": "int64", "<u8": "uint64", "<f8": "float64", "<c16": "complex128"}
@@ -110,15 +110,13 @@ def _np_dtype_class(dt: Any) -> Any:
     return _WIDE_DT if ts in _WIDE and dt.isnative else None
 
 
-_np_dtype = by_dtype(_np_dtype_class)
+_np_dtype = memo(_np_dtype_class)
 
 
 def _np_to_jax_check(a: Any) -> tuple[str, str] | None:
     c = _np_dtype(a.dtype)
     if c is _NARROW_OK and type(a).__name__ == "ndarray":  # the fast path: a pointer check
-        flags = a.flags
-        if flags.c_contiguous and flags.writeable and flags.aligned and (
-                not a.size or _address(a) % 64 == 0):
+        if ready(a, 64):
             return None
     elif c is not None and c is not _WIDE_DT:
         return c
@@ -150,16 +148,14 @@ def _np_to_jax_checked(a: Any) -> Any:
     """The fast path of :func:`_np_to_jax_check` then the import; the rest via the check
     (an ``eafp`` converter: ``COPIES`` done here, other obstacles raised as ``NeedsCopy``)."""
     if _np_dtype(a.dtype) is _NARROW_OK and type(a).__name__ == "ndarray":
+        if ready(a, 64):
+            return module("jax").dlpack.from_dlpack(a)
         flags = a.flags
-        if flags.c_contiguous and flags.aligned:
-            if flags.writeable:
-                if not a.size or _address(a) % 64 == 0:
-                    return module("jax").dlpack.from_dlpack(a)
-            else:  # read-only: one interface read gives the pointer and the alias
-                ai = a.__array_interface__
-                if not a.size or ai["data"][0] % 64 == 0:
-                    alias = module("numpy").asarray(_Alias(a, ai))
-                    return module("jax").dlpack.from_dlpack(alias)
+        if not flags.writeable and flags.c_contiguous and flags.aligned:
+            ai = a.__array_interface__  # read-only: one read gives the pointer and the alias
+            if not a.size or ai["data"][0] % 64 == 0:
+                alias = module("numpy").asarray(_Alias(a, ai))
+                return module("jax").dlpack.from_dlpack(alias)
     verdict = _np_to_jax_check(a)
     if verdict is None or verdict[0] == COPIES:
         return _np_to_jax(a)
@@ -175,29 +171,20 @@ def _to_numpy(x: Any) -> Any:
     return np.asarray(x)
 
 
-_SHARDINGS: dict[Any, tuple[str, str] | None] = {}  # sharding -> verdict (arrays share a few)
+def _sharding_verdict(sh: Any) -> tuple[str, str] | None:
+    devs = sh.device_set
+    if len(devs) != 1:
+        return COPIES, "the array is sharded over several devices: gathering it copies"
+    if next(iter(devs)).platform != "cpu":
+        return COPIES, "the array lives on a GPU; NumPy reads host memory"
+    return None
+
+
+_sharding = memo(_sharding_verdict, 64)  # arrays share a few shardings
 
 
 def _jax_np_check(x: Any) -> tuple[str, str] | None:
-    sh = x.sharding
-    try:
-        return _SHARDINGS[sh]
-    except (KeyError, TypeError):
-        pass
-    devs = sh.device_set
-    if len(devs) != 1:
-        v: tuple[str, str] | None = (
-            COPIES, "the array is sharded over several devices: gathering it copies")
-    elif next(iter(devs)).platform != "cpu":
-        v = COPIES, "the array lives on a GPU; NumPy reads host memory"
-    else:
-        v = None
-    if len(_SHARDINGS) < 64:
-        try:
-            _SHARDINGS[sh] = v
-        except TypeError:  # an unhashable sharding: checked every time
-            pass
-    return v
+    return _sharding(x.sharding)
 
 
 def _gpu_present() -> bool:

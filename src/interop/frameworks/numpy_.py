@@ -36,6 +36,14 @@ def _address(x: Any) -> int:
         return x.ctypes.data
 
 
+def ready(a: Any, alignment: int = 1) -> bool:
+    """The fast path of every consumer check: C-contiguous, writable, aligned to its itemsize
+    and its data pointer a multiple of ``alignment``."""
+    flags = a.flags
+    return flags.c_contiguous and flags.writeable and flags.aligned and (
+        alignment == 1 or not a.size or _address(a) % alignment == 0)
+
+
 def _check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     """Why ``x`` cannot go to a DLPack consumer with ``rules`` as it is (fast path first)."""
     if type(x).__name__ == "MaskedArray":
@@ -46,12 +54,10 @@ def _check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     if not x.dtype.isnative:
         return UNSUPPORTED, (f"dtype {x.dtype} has non-native byte order, which DLPack cannot "
                              "describe: convert with x.astype(x.dtype.newbyteorder('='))")
-    flags = x.flags
-    if flags.c_contiguous and flags.writeable and flags.aligned and (
-            rules.alignment == 1 or not x.size or _address(x) % rules.alignment == 0):
+    if ready(x, rules.alignment):
         acc = rules.accepts(ts) if rules.accepts else None
         return (UNSUPPORTED, acc) if acc else None
-    if not flags.aligned:
+    if not x.flags.aligned:
         acc = rules.accepts(ts) if rules.accepts else None  # a copy cannot fix the dtype
         if acc:
             return UNSUPPORTED, acc

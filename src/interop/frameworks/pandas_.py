@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
-from .base import COPIES, NULLS, UNSUPPORTED, Adapter, Edge, by_dtype, module, series_check
+from .base import COPIES, NULLS, UNSUPPORTED, Adapter, Edge, memo, module, series_check
 
 _NUMERIC = set("?bBhHiIlLqQefdFD")
 
@@ -17,18 +17,11 @@ def _is_value(x: Any) -> bool:
     return pd is not None and isinstance(x, pd.Series)
 
 
-_PLAIN: dict[Any, bool] = {}  # NumPy dtypes of plain numeric Series (viewed as they are)
+def _plain_class(dt: Any) -> bool:
+    return isinstance(dt, _np().dtype) and (dt.char in _NUMERIC or dt.kind in "mM")
 
 
-def _plain(dt: Any) -> bool:
-    try:
-        return _PLAIN[dt]
-    except (KeyError, TypeError):  # TypeError: an unhashable extension dtype
-        pass
-    ok = isinstance(dt, _np().dtype) and (dt.char in _NUMERIC or dt.kind in "mM")
-    if ok:
-        _PLAIN[dt] = True
-    return ok
+_plain = memo(_plain_class)  # NumPy dtypes of plain numeric Series (viewed as they are)
 
 
 def check(s: Any) -> tuple[str, str] | None:
@@ -105,7 +98,7 @@ def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
     return None
 
 
-_np_check = series_check("pandas Series", by_dtype(_dtype_verdict))
+_np_check = series_check("pandas Series", memo(_dtype_verdict))
 
 
 def _from_numpy(a: Any) -> Any:

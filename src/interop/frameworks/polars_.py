@@ -14,7 +14,7 @@ from .base import (
     UNSUPPORTED,
     Adapter,
     Edge,
-    by_dtype,
+    memo,
     module,
     series_check,
 )
@@ -109,7 +109,7 @@ def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
     return None
 
 
-_np_check = series_check("polars Series", by_dtype(_dtype_verdict),
+_np_check = series_check("polars Series", memo(_dtype_verdict),
                          dense=("polars", "polars.Series"))
 
 

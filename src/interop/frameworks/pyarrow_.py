@@ -14,7 +14,7 @@ from .base import (
     UNSUPPORTED,
     Adapter,
     Edge,
-    by_dtype,
+    memo,
     module,
     series_check,
 )
@@ -127,7 +127,7 @@ def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
     return None
 
 
-_np_check = series_check("pyarrow Array", by_dtype(_dtype_verdict),
+_np_check = series_check("pyarrow Array", memo(_dtype_verdict),
                          dense=("Arrow", "pyarrow.array"))
 
 
