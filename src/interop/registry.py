@@ -21,22 +21,21 @@ from .errors import (
     UnsupportedConversionError,
     ZeroCopyError,
 )
-from .frameworks.base import COPIES, COPY_ROUTE, NULLS, UNSUPPORTED, Adapter, Edge
+from .frameworks.base import (
+    COPIES,
+    COPY_ROUTE,
+    NULLS,
+    UNSUPPORTED,
+    Adapter,
+    Edge,
+    NeedsCopy,
+)
 from .host import fresh_copy
 from .plan import Plan, Step
 
 DLPACK_COST = 2.2  # on the host, two fast-path steps through NumPy (1.0 each) beat it
 LEGACY_PENALTY = 2.5
 HUB_BONUS = 0.1
-
-
-class NeedsCopy(Exception):
-    """Raised by a converter that found, while converting, that it cannot stay zero-copy."""
-
-    def __init__(self, verdict: str, reason: str) -> None:
-        super().__init__(reason)
-        self.verdict = verdict
-        self.reason = reason
 
 
 class Registry:

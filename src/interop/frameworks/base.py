@@ -18,6 +18,16 @@ Verdicts: ``COPY_ROUTE`` (a fresh compact buffer avoids the obstacle), ``COPIES`
 itself copies, e.g. bit-packing booleans) and ``UNSUPPORTED`` (no conversion exists).
 """
 
+
+class NeedsCopy(Exception):
+    """Raised by a converter that found, while converting, that it cannot stay zero-copy."""
+
+    def __init__(self, verdict: str, reason: str) -> None:
+        super().__init__(reason)
+        self.verdict = verdict
+        self.reason = reason
+
+
 COPY_ROUTE = "copy"
 COPIES = "copies"
 UNSUPPORTED = "unsupported"

@@ -38,9 +38,9 @@ def _preview(c: Any) -> Any:
 def _np_export_check(a: Any) -> tuple[str, str] | None:
     if dlpack.typestr_of(a.dtype) not in dlpack._TO_DL:
         return UNSUPPORTED, f"dtype {a.dtype} has no DLPack code"
-    if not a.dtype.isnative:
-        return UNSUPPORTED, (f"dtype {a.dtype} has non-native byte order, which DLPack cannot "
-                             "describe: convert with x.astype(x.dtype.newbyteorder('='))")
+    why = dlpack.byte_order_obstacle(a.dtype)
+    if why:
+        return UNSUPPORTED, why
     return None
 
 

@@ -20,6 +20,7 @@ from .base import (
     Adapter,
     ConsumerRules,
     Edge,
+    NeedsCopy,
     memo,
     module,
 )
@@ -159,8 +160,6 @@ def _np_to_jax_checked(a: Any) -> Any:
     verdict = _np_to_jax_check(a)
     if verdict is None or verdict[0] == COPIES:
         return _np_to_jax(a)
-    from ..registry import NeedsCopy
-
     raise NeedsCopy(*verdict)
 
 

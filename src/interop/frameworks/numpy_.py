@@ -51,9 +51,9 @@ def _check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     ts = dlpack.typestr_of(x.dtype)
     if ts not in DLPACK_DTYPES:
         return UNSUPPORTED, f"NumPy cannot export dtype {x.dtype} over DLPack"
-    if not x.dtype.isnative:
-        return UNSUPPORTED, (f"dtype {x.dtype} has non-native byte order, which DLPack cannot "
-                             "describe: convert with x.astype(x.dtype.newbyteorder('='))")
+    why = dlpack.byte_order_obstacle(x.dtype)
+    if why:
+        return UNSUPPORTED, why
     if ready(x, rules.alignment):
         acc = rules.accepts(ts) if rules.accepts else None
         return (UNSUPPORTED, acc) if acc else None

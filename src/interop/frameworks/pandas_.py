@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
-from .base import COPIES, NULLS, UNSUPPORTED, Adapter, Edge, memo, module, series_check
+from .base import COPIES, NULLS, UNSUPPORTED, Adapter, Edge, NeedsCopy, memo, module, series_check
 
 _NUMERIC = set("?bBhHiIlLqQefdFD")
 
@@ -58,8 +58,6 @@ def _to_numpy_view(s: Any) -> Any:
         return s.to_numpy()  # a read-only view under copy-on-write (.values is slower)
     verdict = check(s)
     if verdict is not None and verdict[0] != COPIES:
-        from ..registry import NeedsCopy
-
         raise NeedsCopy(*verdict)
     numpy_dt = getattr(dt, "numpy_dtype", None)
     if numpy_dt is not None and not isinstance(dt, type(numpy_dt)):
@@ -84,8 +82,6 @@ def to_numpy(s: Any) -> Any:
 def view(s: Any) -> BufferView:
     """The :class:`BufferView` of the Series' NumPy values."""
     from ..protocols.array_interface import view_of_numpy
-    from ..registry import NeedsCopy
-
     try:
         return view_of_numpy(_to_numpy_view(s))
     except NeedsCopy as nc:  # NA or non-numeric: no NumPy view of the Series' own memory

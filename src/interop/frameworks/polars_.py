@@ -14,6 +14,7 @@ from .base import (
     UNSUPPORTED,
     Adapter,
     Edge,
+    NeedsCopy,
     memo,
     module,
     series_check,
@@ -73,8 +74,6 @@ def _to_numpy_view(s: Any) -> Any:
     verdict = check(s)
     if verdict is not None and verdict[0] == COPIES:
         return s.to_numpy()
-    from ..registry import NeedsCopy
-
     raise NeedsCopy(*(verdict or (COPY_ROUTE, f"polars Series {s.name!r}: no NumPy view "
                                               f"without a copy ({err})")))
 

@@ -14,6 +14,7 @@ from .base import (
     UNSUPPORTED,
     Adapter,
     Edge,
+    NeedsCopy,
     memo,
     module,
     series_check,
@@ -83,8 +84,6 @@ def _to_numpy_view(x: Any) -> Any:
     verdict = check(x)
     if verdict is not None and verdict[0] == COPIES:
         return _chunk(x).to_numpy(zero_copy_only=False)
-    from ..registry import NeedsCopy
-
     raise NeedsCopy(*(verdict or (COPY_ROUTE, f"{describe(x)}: Arrow cannot give a NumPy view "
                                               f"without copying ({err})")))
 

@@ -32,7 +32,16 @@ from ..errors import FrameworkMissingError, UnsupportedConversionError
 from ..protocols import dlpack
 from ..protocols.array_interface import view_of_numpy
 from ..view import BufferView
-from .base import COPIES, COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge, view_obstacle
+from .base import (
+    COPIES,
+    COPY_ROUTE,
+    UNSUPPORTED,
+    Adapter,
+    ConsumerRules,
+    Edge,
+    NeedsCopy,
+    view_obstacle,
+)
 from .numpy_ import _check as _numpy_check
 
 # TensorFlow dtype name -> type string, for every dtype TF exports and imports over DLPack.
@@ -208,8 +217,6 @@ def _from_dlpack(producer: Any) -> Any:
     capsule = dlpack.export(producer, versioned=False)
     v = dlpack.inspect_capsule(capsule).view
     if v.size and v.ptr % ALIGNMENT:  # the checks send these to a copy first: a safety net
-        from ..registry import NeedsCopy
-
         raise NeedsCopy(COPY_ROUTE, f"data pointer {v.ptr:#x} is not {ALIGNMENT}-byte aligned: "
                                     f"TensorFlow {RULES.misaligned_why}")
     return tf.experimental.dlpack.from_dlpack(capsule)

@@ -9,7 +9,16 @@ from typing import Any
 from ..errors import UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView
-from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, Edge, module, readonly_source
+from .base import (
+    COPY_ROUTE,
+    UNSUPPORTED,
+    Adapter,
+    ConsumerRules,
+    Edge,
+    NeedsCopy,
+    module,
+    readonly_source,
+)
 
 _NAMES = {
     "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
@@ -143,8 +152,6 @@ def _from_numpy_checked(a: Any) -> Any:
             pass
     verdict = _np_check(a)
     if verdict is not None:
-        from ..registry import NeedsCopy
-
         raise NeedsCopy(*verdict)
     return _from_numpy(a)
 
@@ -180,8 +187,6 @@ def _to_numpy_view(t: Any) -> Any:
         return t.numpy()
     except (RuntimeError, TypeError):
         pass
-    from ..registry import NeedsCopy
-
     verdict = _tensor_check(t)
     if verdict is not None:
         raise NeedsCopy(*verdict)

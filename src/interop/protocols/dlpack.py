@@ -166,6 +166,14 @@ def typestr_of(dtype: Any) -> str:
     return ts
 
 
+def byte_order_obstacle(dtype: Any) -> str | None:
+    """Why a NumPy ``dtype`` cannot travel over DLPack because of its byte order (or None)."""
+    if dtype.isnative:
+        return None
+    return (f"dtype {dtype} has non-native byte order, which DLPack cannot describe: convert "
+            "with x.astype(x.dtype.newbyteorder('='))")
+
+
 def device_of(x: Any) -> tuple[int, int]:
     """``__dlpack_device__()`` of ``x``, validated."""
     try:
