@@ -19,3 +19,56 @@ def data_pointer(x: Any) -> int:
     import interop.api as api
 
     return api._view(x).ptr
+
+
+def run_cli_json(*args: str) -> dict:
+    """``python -m interop <args> --json`` in a child process, parsed."""
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "interop", *args, "--json"], capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def stale_table_cells(framework: str, live: dict) -> dict:
+    """The CPU cells of conversion_table.md involving ``framework`` that differ from ``live``
+    (a fresh ``table --json``); empty when the committed table is fresh."""
+    from pathlib import Path
+
+    from interop.cli import table
+
+    def cells(md: str) -> dict:
+        return {k: v for k, v in table.parse_markdown(md).items()
+                if framework in table.frameworks_of(*k)
+                and k[1] not in table.GPU and k[2] not in table.GPU}
+
+    committed = cells((Path(__file__).resolve().parents[1] / "conversion_table.md").read_text())
+    now = cells(table.markdown(live))
+    assert committed and len(committed) == len(now)
+    return {k: (committed.get(k), now.get(k)) for k in committed.keys() | now.keys()
+            if committed.get(k) != now.get(k)}
+
+
+def assert_zero_copy_with_every_cpu_framework(framework: str, live: dict) -> None:
+    """Every CPU pair to and from ``framework`` in a fresh table is zero-copy, as planned."""
+    from interop.cli import table
+
+    pairs = {(c["source"], c["target"]): c for c in live["pairs"]}
+    for other in table.CPU:
+        for key in ((framework, other), (other, framework)):
+            assert pairs[key]["status"] == table.ZERO_COPY, pairs[key]
+            assert pairs[key]["plan_agrees"], pairs[key]
+
+
+def doctor_pitfalls(framework: str) -> tuple[dict, dict]:
+    """``doctor --json``: (frameworks by name, this framework's pitfalls by id), each pitfall
+    probed (present or absent) and handled by interop."""
+    d = run_cli_json("doctor")
+    pits = {p["id"]: p for p in d["pitfalls"] if p["framework"] == framework}
+    for p in pits.values():
+        assert p["state"] in ("present", "absent"), p
+        assert p["interop"].startswith(("guarded", "avoided", "reported")), p
+    return {f["name"]: f for f in d["frameworks"]}, pits

@@ -12,7 +12,6 @@ other (paddle tensors are writable, so the write goes through paddle where it ca
 from __future__ import annotations
 
 import gc
-import json
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,12 @@ import numpy as np
 import pytest
 
 import interop
+from helpers import (
+    assert_zero_copy_with_every_cpu_framework,
+    doctor_pitfalls,
+    run_cli_json,
+    stale_table_cells,
+)
 from interop.errors import UnsupportedConversionError, ZeroCopyError
 from interop.protocols import dlpack
 from matrix_samples import (
@@ -481,25 +486,11 @@ def test_detection_aliases_and_routes(paddle):
 
 @pytest.fixture(scope="module")
 def live_table() -> dict:
-    r = subprocess.run([sys.executable, "-m", "interop", "table", "--json"], capture_output=True,
-                       text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return json.loads(r.stdout)
+    return run_cli_json("table")
 
 
 def test_committed_table_is_fresh_for_paddle(live_table):
-    from interop.cli import table
-
-    def cells(md: str) -> dict:
-        return {k: v for k, v in table.parse_markdown(md).items()
-                if "paddle" in table.frameworks_of(*k)
-                and k[1] not in table.GPU and k[2] not in table.GPU}
-
-    committed = cells((ROOT / "conversion_table.md").read_text())
-    now = cells(table.markdown(live_table))
-    assert committed and len(committed) == len(now)
-    stale = {k: (committed.get(k), now.get(k)) for k in committed.keys() | now.keys()
-             if committed.get(k) != now.get(k)}
+    stale = stale_table_cells("paddle", live_table)
     assert not stale, ("conversion_table.md is stale; regenerate it with `python -m interop "
                        f"table --markdown > conversion_table.md`: {stale}")
 
@@ -507,11 +498,7 @@ def test_committed_table_is_fresh_for_paddle(live_table):
 def test_table_paddle_cells(live_table):
     from interop.cli import table
 
-    pairs = {(c["source"], c["target"]): c for c in live_table["pairs"]}
-    for other in table.CPU:
-        for key in (("paddle", other), (other, "paddle")):
-            assert pairs[key]["status"] == table.ZERO_COPY, pairs[key]
-            assert pairs[key]["plan_agrees"], pairs[key]
+    assert_zero_copy_with_every_cpu_framework("paddle", live_table)
     lay = {(c["label"], c["target"]): c for c in live_table["layouts"]}
     assert lay[("numpy uint16", "paddle")]["status"] == table.UNSUPPORTED
     assert "bfloat16" in lay[("numpy uint16", "paddle")]["reason"]
@@ -523,18 +510,10 @@ def test_table_paddle_cells(live_table):
 
 
 def test_doctor_lists_paddle_and_its_pitfalls(paddle):
-    r = subprocess.run([sys.executable, "-m", "interop", "doctor", "--json"],
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    d = json.loads(r.stdout)
-    fws = {f["name"]: f for f in d["frameworks"]}
+    fws, pits = doctor_pitfalls("paddle")
     assert fws["paddle"]["version"] == paddle.__version__
-    pits = {p["id"]: p for p in d["pitfalls"] if p["framework"] == "paddle"}
     assert {"paddle-after-tensorflow", "paddle-negative-strides", "paddle-readonly",
             "paddle-uint16-bfloat16", "paddle-dlpack-device"} <= set(pits)
-    for p in pits.values():
-        assert p["state"] in ("present", "absent"), p
-        assert p["interop"].startswith(("guarded", "reported")), p
     if paddle.__version__ == "3.3.1":  # what this version was seen to do
         assert all(p["state"] == "present" for p in pits.values()), pits
 

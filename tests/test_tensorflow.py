@@ -12,7 +12,6 @@ tensor's address) and by a write through one side seen on the other.
 from __future__ import annotations
 
 import gc
-import json
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,12 @@ import numpy as np
 import pytest
 
 import interop
+from helpers import (
+    assert_zero_copy_with_every_cpu_framework,
+    doctor_pitfalls,
+    run_cli_json,
+    stale_table_cells,
+)
 from interop.errors import UnsupportedConversionError, ZeroCopyError
 from interop.protocols import dlpack
 from matrix_samples import (
@@ -460,25 +465,11 @@ def test_paddle_is_never_imported_after_tensorflow(tf):
 
 @pytest.fixture(scope="module")
 def live_table() -> dict:
-    r = subprocess.run([sys.executable, "-m", "interop", "table", "--json"], capture_output=True,
-                       text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return json.loads(r.stdout)
+    return run_cli_json("table")
 
 
 def test_committed_table_is_fresh_for_tensorflow(live_table):
-    from interop.cli import table
-
-    def cells(md: str) -> dict:
-        return {k: v for k, v in table.parse_markdown(md).items()
-                if "tensorflow" in table.frameworks_of(*k)
-                and k[1] not in table.GPU and k[2] not in table.GPU}
-
-    committed = cells((ROOT / "conversion_table.md").read_text())
-    now = cells(table.markdown(live_table))
-    assert committed and len(committed) == len(now)
-    stale = {k: (committed.get(k), now.get(k)) for k in committed.keys() | now.keys()
-             if committed.get(k) != now.get(k)}
+    stale = stale_table_cells("tensorflow", live_table)
     assert not stale, ("conversion_table.md is stale; regenerate it with `python -m interop "
                        f"table --markdown > conversion_table.md`: {stale}")
 
@@ -486,11 +477,8 @@ def test_committed_table_is_fresh_for_tensorflow(live_table):
 def test_table_tensorflow_cells(live_table):
     from interop.cli import table
 
+    assert_zero_copy_with_every_cpu_framework("tensorflow", live_table)
     pairs = {(c["source"], c["target"]): c for c in live_table["pairs"]}
-    for other in table.CPU:
-        for key in (("tensorflow", other), (other, "tensorflow")):
-            assert pairs[key]["status"] == table.ZERO_COPY, pairs[key]
-            assert pairs[key]["plan_agrees"], pairs[key]
     assert pairs[("tensorflow", "tensorflow-gpu")]["status"] == table.NOT_PROBED
     lay = {(c["label"], c["target"]): c for c in live_table["layouts"]}
     for label, words in (("numpy negative strides [::-1]", "negative strides"),
@@ -502,18 +490,10 @@ def test_table_tensorflow_cells(live_table):
 
 
 def test_doctor_lists_tensorflow_and_its_pitfalls(tf):
-    r = subprocess.run([sys.executable, "-m", "interop", "doctor", "--json"],
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    d = json.loads(r.stdout)
-    fws = {f["name"]: f for f in d["frameworks"]}
+    fws, pits = doctor_pitfalls("tensorflow")
     assert fws["tensorflow"]["version"] == tf.__version__
-    pits = {p["id"]: p for p in d["pitfalls"] if p["framework"] == "tensorflow"}
     assert {"tensorflow-misaligned-abort", "tensorflow-string-dlpack", "tensorflow-numpy-copies",
             "tensorflow-bfloat16-writable", "tensorflow-non-compact"} <= set(pits)
-    for p in pits.values():
-        assert p["state"] in ("present", "absent"), p
-        assert p["interop"].startswith(("guarded", "avoided", "reported")), p
     if tf.__version__ == "2.21.0":  # what this version was seen to do
         assert all(p["state"] == "present" for p in pits.values()), pits
 
