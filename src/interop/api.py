@@ -8,7 +8,7 @@ from typing import Any
 
 from .errors import InteropError
 from .frameworks import ADAPTERS
-from .frameworks.base import Adapter, Edge
+from .frameworks.base import Adapter, Edge, NeedsCopy
 from .plan import Plan
 from .registry import Registry
 
@@ -37,7 +37,12 @@ def to_framework(x: Any, target: str, *, device: str | None = None, copy: bool |
         except (KeyError, TypeError):  # a new target, or an unhashable argument (named below)
             fn = None
         if fn is not None:
-            return fn(x)
+            try:
+                return fn(x)
+            except NeedsCopy:  # a fast step left this value to the checked plan
+                fn = _PLANS.get((type(x), target, device, copy))
+                if fn is not None:
+                    return fn(x)
     return REGISTRY.runner(x, target, device, copy, stream, options)(x)
 
 

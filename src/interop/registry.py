@@ -50,7 +50,9 @@ class Registry:
         self.plans: dict[tuple, Callable[[Any], Any]] = {}
         self.fast: dict[str, dict[type, Callable[[Any], Any]]] = {}
         """The plans with ``device=None, copy=None``, as ``{target: {source type: plan}}``:
-        the common call looks them up without building a key tuple."""
+        the common call looks them up without building a key tuple. Where every step has a
+        fast form (:attr:`Edge.fast`) the plan here is made of those: a ``NeedsCopy`` from it
+        sends the value to the checked plan in :attr:`plans`."""
         self._lock = threading.RLock()
 
     # ---- registration -------------------------------------------------------------
@@ -83,10 +85,10 @@ class Registry:
         self.fast.clear()
 
     def _store(self, x: Any, target: str, device: Any, copy: bool | None,
-               fn: Callable[[Any], Any]) -> None:
+               fn: Callable[[Any], Any], fast: Callable[[Any], Any] | None = None) -> None:
         self.plans[(type(x), target, device, copy)] = fn
         if device is None and copy is None:
-            self.fast.setdefault(target, {})[type(x)] = fn
+            self.fast.setdefault(target, {})[type(x)] = fast or fn
 
     def known(self) -> list[str]:
         return sorted(n for n, a in self.adapters.items() if a.kind != "source")
@@ -206,12 +208,15 @@ class Registry:
                 return lambda x: self.move(src, x, tgt, move, copy)
             if stream is not None:
                 return self._compile(src, tgt, copy, have[0], stream)
+            fast = None
             if adapter.gpu_present():
                 fn = self._dispatch(adapter, tgt, copy, device)
             else:
                 fn = self._compile(src, tgt, copy, have[0])
+                if copy is None and device is None:
+                    fast = self._compile_fast(src, tgt, have[0])
             if not adapter.per_value_kind:
-                self._store(x, target, device, copy, fn)
+                self._store(x, target, device, copy, fn, fast)
             return fn
 
     def _dispatch(self, adapter: Adapter, tgt: str, copy: bool | None,
@@ -248,6 +253,32 @@ class Registry:
         for e in reversed(edges):
             fn = self._step(e, fn, tgt, copy, device)
         return fn
+
+    def _compile_fast(self, src: str, tgt: str, device: str) -> Callable[[Any], Any] | None:
+        """The ``copy=None`` plan of fast steps (:attr:`Edge.fast`), or ``None`` if a step
+        has none (the checked plan then serves every call)."""
+        steps = []
+        for e in self.route(src, tgt, device) or ():
+            if e.fast is not None:
+                steps.append(e.fast())
+            elif e.eafp or e.check is None:
+                steps.append(e.convert)
+            else:
+                return None
+        if not steps:
+            return None
+        if len(steps) == 1:
+            return steps[0]
+        if len(steps) == 2:
+            first, second = steps
+            return lambda x: second(first(x))
+
+        def chain(x: Any) -> Any:
+            for step in steps:
+                x = step(x)
+            return x
+
+        return chain
 
     def _step(self, e: Edge, then: Callable[[Any], Any] | None, tgt: str,
               copy: bool | None, device: str) -> Callable[[Any], Any]:

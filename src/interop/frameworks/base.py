@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,12 @@ class Edge:
     with ``copy=False`` it still runs first, so a ``COPIES`` step raises ``ZeroCopyError``."""
     device: str = "cpu"
     """Where the step runs: ``"cpu"`` or ``"cuda"`` (both sides stay on that device)."""
+    fast: Callable[[], Callable[[Any], Any]] | None = None
+    """For ``copy=None``: makes (once per plan, the frameworks imported by then) the step
+    without the registry's per-value check. It returns what the checked step would return
+    (zero-copy, or a ``COPIES`` conversion it does itself) or raises ``NeedsCopy`` before
+    converting anything, and the checked plan then decides. An ``eafp`` edge or one without
+    a check needs none: its ``convert`` is that step."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,35 @@ def memo(compute: Callable[[Any], Any], bound: int = 256) -> Callable[[Any], Any
         return v
 
     return cached
+
+
+def left_to_check() -> NeedsCopy:
+    """What a fast step (:attr:`Edge.fast`) raises for a value it does not decide."""
+    return NeedsCopy(COPY_ROUTE, "not a value for the fast step: the checked plan decides")
+
+
+def series_fast(chars: Iterable[str], make: Callable[[], Callable[[Any], Any]],
+                dense: bool) -> Callable[[], Callable[[Any], Any]]:
+    """The :attr:`Edge.fast` of a NumPy -> column edge checked by :func:`series_check`: a
+    1-D ``numpy.ndarray`` of a native dtype in ``chars`` (and, if ``dense``, C-contiguous and
+    aligned) goes straight to ``make()``, the framework's call; the rest to the check."""
+    def factory() -> Callable[[Any], Any]:
+        np = module("numpy")
+        ndarray, call = np.ndarray, make()
+        ok = frozenset(np.dtype(c) for c in chars)
+
+        def fast(a: Any) -> Any:
+            if type(a) is ndarray and a.ndim == 1 and a.dtype in ok:
+                if not dense:
+                    return call(a)
+                flags = a.flags
+                if flags.c_contiguous and flags.aligned:
+                    return call(a)
+            raise left_to_check()
+
+        return fast
+
+    return factory
 
 
 def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | None],

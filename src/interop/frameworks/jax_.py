@@ -21,6 +21,7 @@ from .base import (
     ConsumerRules,
     Edge,
     NeedsCopy,
+    left_to_check,
     memo,
     module,
 )
@@ -163,6 +164,32 @@ def _np_to_jax_checked(a: Any) -> Any:
     raise NeedsCopy(*verdict)
 
 
+def _np_to_jax_fast() -> Any:
+    """The ``copy=None`` step: XLA's own alignment check instead of reading the pointer
+    (``copy=False`` makes JAX raise where it would copy a misaligned buffer), and
+    ``device_put`` for read-only arrays, which NumPy will not export as legacy DLPack."""
+    np, jax = module("numpy"), module("jax")
+    from_dlpack, device_put, ndarray = jax.dlpack.from_dlpack, jax.device_put, np.ndarray
+    cpu = jax.devices("cpu")[0]
+    ok = frozenset(dt for dt in (np.dtype(c) for c in np.typecodes["All"] if c not in "OSUVMm")
+                   if _np_dtype(dt) is _NARROW_OK)
+
+    def fast(a: Any) -> Any:
+        if type(a) is ndarray and a.dtype in ok:
+            flags = a.flags
+            if flags.c_contiguous:
+                if flags.writeable:
+                    try:
+                        return from_dlpack(a, copy=False)
+                    except ValueError:  # not 64-byte aligned: the checked plan copies
+                        pass
+                else:  # XLA aliases an aligned host buffer, and copies any other
+                    return device_put(a, cpu, may_alias=True)
+        raise left_to_check()
+
+    return fast
+
+
 def _to_numpy(x: Any) -> Any:
     np = sys.modules.get("numpy")  # always loaded once jax is; no import statement per call
     if np is None:  # pragma: no cover
@@ -203,8 +230,10 @@ def _to_device(arr: Any, index: int) -> Any:
 def _edges() -> list[Edge]:
     return [
         Edge("numpy", "jax", "jax.dlpack.from_dlpack", _np_to_jax_checked,
-             check=_np_to_jax_check, hazard=_immutable_hazard, eafp=True),
-        Edge("jax", "numpy", "numpy.asarray (__array__)", _to_numpy, check=_jax_np_check),
+             check=_np_to_jax_check, hazard=_immutable_hazard, eafp=True, fast=_np_to_jax_fast),
+        # the check's only verdict is COPIES (sharded, or on a GPU): numpy.asarray copies then
+        Edge("jax", "numpy", "numpy.asarray (__array__)", _to_numpy, check=_jax_np_check,
+             fast=lambda: module("numpy").asarray),
     ]
 
 

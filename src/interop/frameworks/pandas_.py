@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
-from .base import COPIES, NULLS, UNSUPPORTED, Adapter, Edge, NeedsCopy, memo, module, series_check
+from .base import (
+    COPIES,
+    NULLS,
+    UNSUPPORTED,
+    Adapter,
+    Edge,
+    NeedsCopy,
+    memo,
+    module,
+    series_check,
+    series_fast,
+)
 
 _NUMERIC = set("?bBhHiIlLqQefdFD")
 
@@ -101,10 +113,15 @@ def _from_numpy(a: Any) -> Any:
     return module("pandas").Series(a, copy=False)
 
 
+def _series_call() -> Any:
+    return partial(module("pandas").Series, copy=False)
+
+
 def _edges() -> list[Edge]:
     return [
         Edge("pandas", "numpy", "Series.to_numpy()", _to_numpy_view, check=check, eafp=True),
-        Edge("numpy", "pandas", "pandas.Series(copy=False)", _from_numpy, check=_np_check),
+        Edge("numpy", "pandas", "pandas.Series(copy=False)", _from_numpy, check=_np_check,
+             fast=series_fast(_NUMERIC, _series_call, dense=False)),
     ]
 
 

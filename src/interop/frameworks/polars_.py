@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
@@ -18,6 +19,7 @@ from .base import (
     memo,
     module,
     series_check,
+    series_fast,
 )
 
 _POLARS_NUMERIC = set("bBhHiIlLqQefd")
@@ -116,11 +118,16 @@ def _from_numpy(a: Any) -> Any:
     return module("polars").Series(values=a)
 
 
+def _series_call() -> Any:
+    return partial(module("polars").Series, None)  # Series(name=None, values=a)
+
+
 def _edges() -> list[Edge]:
     return [
         Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", _to_numpy_view,
              check=check, eafp=True),
-        Edge("numpy", "polars", "polars.Series", _from_numpy, check=_np_check),
+        Edge("numpy", "polars", "polars.Series", _from_numpy, check=_np_check,
+             fast=series_fast(_POLARS_NUMERIC, _series_call, dense=True)),
     ]
 
 

@@ -18,6 +18,7 @@ from .base import (
     memo,
     module,
     series_check,
+    series_fast,
 )
 
 # NumPy type strings pyarrow stores as plain fixed-width buffers.
@@ -88,6 +89,13 @@ def _to_numpy_view(x: Any) -> Any:
                                               f"without copying ({err})")))
 
 
+def _to_numpy_fast(x: Any) -> Any:
+    try:  # an Array (the common case) needs no chunk check first
+        return x.to_numpy(zero_copy_only=True)
+    except Exception:  # a ChunkedArray, or Arrow would copy: the eafp converter decides
+        return _to_numpy_view(x)
+
+
 def to_numpy(x: Any) -> Any:
     """A NumPy array of ``x``, copying when it must; nulls only for floating types (NaN)."""
     pa = sys.modules["pyarrow"]
@@ -137,8 +145,9 @@ def _from_numpy(a: Any) -> Any:
 def _edges() -> list[Edge]:
     return [
         Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", _to_numpy_view,
-             check=check, eafp=True),
-        Edge("numpy", "pyarrow", "pyarrow.array", _from_numpy, check=_np_check),
+             check=check, eafp=True, fast=lambda: _to_numpy_fast),
+        Edge("numpy", "pyarrow", "pyarrow.array", _from_numpy, check=_np_check,
+             fast=series_fast(_ARROW_NUMERIC, lambda: module("pyarrow").array, dense=True)),
     ]
 
 

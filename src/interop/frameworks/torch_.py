@@ -156,6 +156,20 @@ def _from_numpy_checked(a: Any) -> Any:
     return _from_numpy(a)
 
 
+def _from_numpy_fast() -> Any:
+    from_numpy = module("torch").from_numpy
+
+    def fast(a: Any) -> Any:
+        if a.flags.aligned:
+            try:
+                return from_numpy(a)
+            except (TypeError, ValueError):
+                pass
+        return _from_numpy_checked(a)
+
+    return fast
+
+
 def _from_numpy(a: Any) -> Any:
     import torch
 
@@ -214,7 +228,7 @@ def _grad_hazard(t: Any) -> str | None:
 def _edges() -> list[Edge]:
     return [
         Edge("numpy", "torch", "torch.from_numpy", _from_numpy_checked, check=_np_check,
-             hazard=_readonly_hazard, eafp=True),
+             hazard=_readonly_hazard, eafp=True, fast=_from_numpy_fast),
         Edge("torch", "numpy", "Tensor.numpy()", _to_numpy_view, check=_tensor_check,
              hazard=_grad_hazard, eafp=True),
     ]
