@@ -50,10 +50,10 @@ DIRECT = {
 def candidates(src: str, tgt: str) -> list[str]:
     """Native statements converting ``x`` (a ``src`` value) to ``tgt``."""
     out = list(DIRECT.get((src, tgt), []))
-    if "numpy" in (src, tgt):
-        out.append(FROM_NUMPY[tgt].format(x=TO_NUMPY[src].format(x="x")))
-    else:  # through the NumPy hub, as interop's own route does
-        out.append(FROM_NUMPY[tgt].format(x=TO_NUMPY[src].format(x="x")))
+    host = TO_NUMPY[src].format(x="x")  # through NumPy, the hub of interop's own routes
+    out.append(FROM_NUMPY[tgt].format(x=host))
+    if tgt == "jax":  # JAX's public import that also takes read-only NumPy arrays
+        out.append(f"jax.device_put({host}, may_alias=True)")
     return list(dict.fromkeys(out))
 
 

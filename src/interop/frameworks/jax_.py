@@ -8,6 +8,7 @@ interop refuses that instead.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from dataclasses import replace
 from typing import Any
@@ -16,6 +17,7 @@ from ..protocols import dlpack
 from ..view import BufferView, c_strides
 from .base import (
     COPIES,
+    COPY_ROUTE,
     UNSUPPORTED,
     Adapter,
     ConsumerRules,
@@ -126,15 +128,22 @@ def _np_to_jax_check(a: Any) -> tuple[str, str] | None:
 
 
 class _Alias:
-    """A writable ``__array_interface__`` over a read-only array, keeping it alive."""
+    """An ``__array_interface__`` (a writable one over read-only memory) keeping ``base``,
+    the owner of that memory, alive."""
 
     __slots__ = ("__array_interface__", "base")
 
-    def __init__(self, a: Any, ai: dict | None = None) -> None:
-        ai = dict(ai if ai is not None else a.__array_interface__)
-        ai["data"] = (ai["data"][0], False)
-        self.__array_interface__ = ai
-        self.base = a
+    def __init__(self, interface: dict, base: Any) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def _writable_alias(a: Any, ai: dict | None = None) -> Any:
+    """A writable NumPy array over read-only ``a``, for NumPy's legacy DLPack export: only XLA
+    holds it, and JAX never writes to its buffers."""
+    ai = dict(ai if ai is not None else a.__array_interface__)
+    ai["data"] = (ai["data"][0], False)
+    return module("numpy").asarray(_Alias(ai, a))
 
 
 def _np_to_jax(a: Any) -> Any:
@@ -142,7 +151,7 @@ def _np_to_jax(a: Any) -> Any:
     if dlpack.typestr_of(a.dtype) in _ML:
         return jax.numpy.asarray(a)
     if not a.flags.writeable:
-        a = module("numpy").asarray(_Alias(a))
+        a = _writable_alias(a)
     return jax.dlpack.from_dlpack(a)
 
 
@@ -156,8 +165,7 @@ def _np_to_jax_checked(a: Any) -> Any:
         if not flags.writeable and flags.c_contiguous and flags.aligned:
             ai = a.__array_interface__  # read-only: one read gives the pointer and the alias
             if not a.size or ai["data"][0] % 64 == 0:
-                alias = module("numpy").asarray(_Alias(a, ai))
-                return module("jax").dlpack.from_dlpack(alias)
+                return module("jax").dlpack.from_dlpack(_writable_alias(a, ai))
     verdict = _np_to_jax_check(a)
     if verdict is None or verdict[0] == COPIES:
         return _np_to_jax(a)
@@ -185,6 +193,114 @@ def _np_to_jax_fast() -> Any:
                         pass
                 else:  # XLA aliases an aligned host buffer, and copies any other
                     return device_put(a, cpu, may_alias=True)
+        raise left_to_check()
+
+    return fast
+
+
+# ---- Arrow -> JAX: one step over the values buffer --------------------------------------
+# NumPy's view of an Arrow array is read-only, which NumPy will not export as the legacy
+# DLPack JAX asks for, and pyarrow's own legacy export warns on every call: so the Arrow
+# values buffer goes to JAX through a writable NumPy alias that only XLA holds. The alias
+# is a ctypes array over the buffer (a third of the cost of an __array_interface__ alias);
+# ctypes makes one array type per byte length, so at most _CARRIER_BOUND of them are made.
+
+_CARRIER_BOUND = 256
+_CARRIERS: dict[int, Any] = {}
+_ARROW: dict[int, tuple[str, int, Any, bool] | None] = {}
+"""Arrow type id -> (NumPy typestr, itemsize, NumPy dtype, JAX takes it whatever x64 says)
+for integer and floating types, else None."""
+
+
+def _arrow_kind(t: Any) -> tuple[str, int, Any, bool] | None:
+    k = _ARROW.get(t.id, 0)
+    if k == 0:
+        types = module("pyarrow").types
+        k = None
+        if types.is_integer(t) or types.is_floating(t):
+            n = t.bit_width // 8
+            kind = "f" if types.is_floating(t) else "i" if types.is_signed_integer(t) else "u"
+            ts = f"{'|' if n == 1 else '<'}{kind}{n}"
+            k = (ts, n, module("numpy").dtype(ts), ts in _NARROW)
+        _ARROW[t.id] = k
+    return k
+
+
+def _carrier(nbytes: int) -> Any:
+    """``ctypes.c_char * nbytes``, or ``None`` once ``_CARRIER_BOUND`` lengths have one."""
+    c = _CARRIERS.get(nbytes)
+    if c is None and len(_CARRIERS) < _CARRIER_BOUND:
+        c = _CARRIERS[nbytes] = ctypes.c_char * nbytes
+    return c
+
+
+def _arrow_values(x: Any, k: tuple[str, int, Any, bool]) -> Any:
+    """A writable NumPy alias of the values of Arrow array ``x`` (one chunk, no nulls, not
+    empty) of kind ``k``, which keeps ``x`` alive."""
+    ts, n, dtype, _ = k
+    ptr = x.buffers()[1].address + x.offset * n
+    carrier = _carrier(len(x) * n)
+    if carrier is None:
+        return module("numpy").asarray(
+            _Alias({"data": (ptr, False), "shape": (len(x),), "typestr": ts, "version": 3}, x))
+    buf = carrier.from_address(ptr)
+    buf.owner = x
+    return module("numpy").frombuffer(buf, dtype)
+
+
+def _arrow_check(x: Any) -> tuple[str, str] | None:
+    from .pyarrow_ import _chunk, check, describe
+
+    verdict = check(x)
+    if verdict is not None:
+        if verdict[0] != COPIES:
+            return verdict
+        if not module("pyarrow").types.is_boolean(x.type):
+            return UNSUPPORTED, f"JAX has no dtype for Arrow {x.type}"
+        return COPY_ROUTE, verdict[1]
+    k = _arrow_kind(x.type)
+    if k is None:
+        return UNSUPPORTED, f"JAX has no dtype for Arrow {x.type}"
+    why = _accepts(k[0])
+    if why:
+        return UNSUPPORTED, why
+    x = _chunk(x)
+    if len(x) and (x.buffers()[1].address + x.offset * k[1]) % 64:
+        return COPY_ROUTE, (f"the values of {describe(x)} are not 64-byte aligned: "
+                            f"{RULES.name} {RULES.misaligned_why}")
+    return None
+
+
+def _arrow_to_jax(x: Any) -> Any:
+    from .pyarrow_ import _chunk
+
+    x = _chunk(x)
+    k = _arrow_kind(x.type)
+    jax = module("jax")
+    if not len(x):
+        return jax.numpy.zeros(0, dtype=k[2])
+    return jax.dlpack.from_dlpack(_arrow_values(x, k), copy=False)
+
+
+def _arrow_to_jax_fast() -> Any:
+    from_dlpack = module("jax").dlpack.from_dlpack
+    frombuffer = module("numpy").frombuffer
+    chunked = module("pyarrow").ChunkedArray
+    arrow, carriers = _ARROW, _CARRIERS
+
+    def fast(x: Any) -> Any:
+        k = arrow.get(x.type.id) or _arrow_kind(x.type)
+        if k is not None and k[3] and type(x) is not chunked and not x.null_count:
+            n = k[1]
+            nbytes = len(x) * n
+            carrier = carriers.get(nbytes) or _carrier(nbytes)
+            if carrier is not None and nbytes:
+                buf = carrier.from_address(x.buffers()[1].address + x.offset * n)
+                buf.owner = x  # the alias keeps the Arrow memory alive
+                try:
+                    return from_dlpack(frombuffer(buf, k[2]), copy=False)
+                except ValueError:  # not 64-byte aligned: the checked plan copies
+                    pass
         raise left_to_check()
 
     return fast
@@ -231,6 +347,8 @@ def _edges() -> list[Edge]:
     return [
         Edge("numpy", "jax", "jax.dlpack.from_dlpack", _np_to_jax_checked,
              check=_np_to_jax_check, hazard=_immutable_hazard, eafp=True, fast=_np_to_jax_fast),
+        Edge("pyarrow", "jax", "jax.dlpack.from_dlpack (a NumPy alias of the Arrow values)",
+             _arrow_to_jax, check=_arrow_check, fast=_arrow_to_jax_fast, cost=1.5),
         # the check's only verdict is COPIES (sharded, or on a GPU): numpy.asarray copies then
         Edge("jax", "numpy", "numpy.asarray (__array__)", _to_numpy, check=_jax_np_check,
              fast=lambda: module("numpy").asarray),

@@ -77,6 +77,23 @@ def _to_numpy_view(s: Any) -> Any:
     return s.to_numpy()
 
 
+def _to_numpy_fast() -> Any:
+    """The ``copy=None`` step: ``Series.to_numpy()`` first, then the result tells. A read-only
+    array of a plain numeric dtype is the copy-on-write view of NumPy-backed values, or an
+    extension array's own zero-copy view, which the checked step returns too; anything else
+    (a fresh array: categorical, masked, tz-aware, strings) goes to the eafp converter."""
+    np = _np()
+    plain = frozenset(np.dtype(c) for c in _NUMERIC)
+
+    def fast(s: Any) -> Any:
+        a = s.to_numpy()
+        if type(a) is np.ndarray and not a.flags.writeable and a.dtype in plain:
+            return a
+        return _to_numpy_view(s)
+
+    return fast
+
+
 def to_numpy(s: Any) -> Any:
     """The Series' values as NumPy, copying if it must; NA only where NaN can stand in."""
     verdict = check(s)
@@ -119,7 +136,8 @@ def _series_call() -> Any:
 
 def _edges() -> list[Edge]:
     return [
-        Edge("pandas", "numpy", "Series.to_numpy()", _to_numpy_view, check=check, eafp=True),
+        Edge("pandas", "numpy", "Series.to_numpy()", _to_numpy_view, check=check, eafp=True,
+             fast=_to_numpy_fast),
         Edge("numpy", "pandas", "pandas.Series(copy=False)", _from_numpy, check=_np_check,
              fast=series_fast(_NUMERIC, _series_call, dense=False)),
     ]
