@@ -42,13 +42,15 @@ def interleaved(timers: dict[str, timeit.Timer], number: int, repeat: int,
     """Seconds per call of each timer, ``repeat`` samples of ``number`` calls, interleaved.
 
     Round ``r`` times every timer once before round ``r + 1`` starts, so drift (frequency
-    scaling, a noisy neighbour) hits every contender alike.
+    scaling, a noisy neighbour) hits every contender alike; odd rounds run them in reverse
+    order, so neither always runs first (with warm or cold caches).
     """
     for t in timers.values():
         t.timeit(max(1, warmup))
     out: dict[str, list[float]] = {k: [] for k in timers}
-    for _ in range(repeat):
-        for k, t in timers.items():
+    items = list(timers.items())
+    for r in range(repeat):
+        for k, t in items if r % 2 == 0 else reversed(items):
             out[k].append(t.timeit(number) / number)
     return out
 

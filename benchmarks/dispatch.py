@@ -133,7 +133,7 @@ def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict
     import interop
 
     values = make_values()
-    repeat, target = (5, 0.002) if quick else (31, 0.004)
+    repeat, target = (5, 0.002) if quick else (61, 0.003)
     if pairs is None:
         pairs = [(s, t) for s in FRAMEWORKS for t in FRAMEWORKS if s != t]
     rows = []
