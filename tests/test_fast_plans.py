@@ -366,50 +366,16 @@ def _assert_same(got, got_err, want, want_err):
 
 # ---- known bugs (strict xfail: each passes once fixed) ----------------------------------------
 
-_MASKED_COPY = ("pa.array / polars.Series / pandas.Series turn a MaskedArray's mask into "
-                "nulls/NaN in a fresh buffer, but explain() says zero-copy and copy=False does "
-                "not raise (the numpy -> {t} check looks only at ndim and dtype)")
-_ONE_STRIDED_POLARS = ("polars: a 1-element array with stride != itemsize (C-contiguous flag "
-                       "set) passes series_fast and polars.Series shares it, while the checked "
-                       "plan (series_check) takes the copy route and explain() says copy")
-_SUBCLASS_JAX = ("numpy -> jax, an ndarray subclass from NumPy (MaskedArray, memmap): "
-                 "_np_to_jax_check returns the class marker 'ok' as the verdict (c is "
-                 "_NARROW_OK but type(a).__name__ != 'ndarray', so the elif returns c), which "
-                 "reads as verdict 'o', reason 'k': an aligned memmap is copied instead of "
-                 "shared, and a MaskedArray is copied with its mask dropped, both with reason "
-                 "'k' (numpy_._check would share the memmap and refuse the MaskedArray)")
-
-_EXT_VIEW = ("pandas extension dtypes without NA (Int32, Float32, boolean, float32[pyarrow]): "
-             "pandas_.check says COPIES ('keeps values and mask apart; to_numpy copies') but "
-             "Series.to_numpy(dtype=...) returns a view of the array's own values buffer, so "
-             "explain() says copy and copy=False raises ZeroCopyError while the {t} result "
-             "(fast and checked plans alike) aliases the Series: a write shows through")
 _COPY_PLAN_DTYPE = ("explain(): a first step that needs the copy route ({why}) returns a "
                     "supported copy plan without the later steps' checks, but the numpy -> "
                     "{t} step then refuses the dtype ({dt}) with UnsupportedConversionError")
 
-BUGS_EQUAL = {("one-strided", "polars"): _ONE_STRIDED_POLARS}
-BUGS_TRUTH = {
-    ("one-strided", "polars"): _ONE_STRIDED_POLARS,
-    **{("masked", t): _MASKED_COPY.format(t=t) for t in ("pyarrow", "polars", "pandas")},
-}
 
-
-def _params(cases, targets, bugs):
-    out = []
-    for name in cases:
-        for t in targets:
-            marks = ([pytest.mark.xfail(strict=True, reason=bugs[name, t])]
-                     if (name, t) in bugs else [])
-            out.append(pytest.param(name, t, id=f"{name}->{t}", marks=marks))
-    return out
+def _params(cases, targets):
+    return [pytest.param(name, t, id=f"{name}->{t}") for name in cases for t in targets]
 
 
 BUGS_OTHERS = {
-    **{("pandas", case, t): _EXT_VIEW.format(t=t)
-       for case in ("Int32", "Float32", "float32[pyarrow]")
-       for t in ("torch", "jax", "pyarrow", "polars")},
-    **{("pandas", "boolean", t): _EXT_VIEW.format(t=t) for t in ("torch", "jax")},
     ("polars", "two-chunks-float64", "jax"): _COPY_PLAN_DTYPE.format(
         why="two chunks", t="jax", dt="float64, x64 off"),
     ("pyarrow", "chunked-2-int64", "jax"): _COPY_PLAN_DTYPE.format(
@@ -452,7 +418,7 @@ def test_the_first_call_runs_the_checked_plan():
     np.testing.assert_array_equal(np.asarray(j), a)
 
 
-@pytest.mark.parametrize(("case", "target"), _params(NUMPY, TARGETS, BUGS_EQUAL))
+@pytest.mark.parametrize(("case", "target"), _params(NUMPY, TARGETS))
 def test_numpy_fast_plan_equals_checked_plan(case, target):
     x = NUMPY[case]()
     (got, got_err), (want, want_err), _ = _compare(x, target, _plain_numpy(x))
@@ -467,7 +433,7 @@ def _expected_values(x, target):
     return np.asarray(x)
 
 
-@pytest.mark.parametrize(("case", "target"), _params(NUMPY, TARGETS, BUGS_TRUTH))
+@pytest.mark.parametrize(("case", "target"), _params(NUMPY, TARGETS))
 def test_numpy_fast_plan_tells_the_truth_about_copies(case, target):
     x = NUMPY[case]()
     spy = _warm(_plain_numpy(x), target, type(x))
@@ -555,7 +521,6 @@ def test_jax_64_bit_types_raise_as_the_checked_plan_does(dtype):
     assert spy.calls == 1  # the fast plan left it to the checked plan
 
 
-@pytest.mark.xfail(strict=True, reason=_SUBCLASS_JAX)
 def test_masked_array_to_jax_names_the_mask():
     m = NUMPY["masked"]()
     _warm(np.ma.masked_array(_f32()), "jax", np.ma.MaskedArray)
@@ -563,7 +528,6 @@ def test_masked_array_to_jax_names_the_mask():
     assert "mask" in " ".join(plan.reasons), plan
 
 
-@pytest.mark.xfail(strict=True, reason=_SUBCLASS_JAX)
 def test_aligned_memmap_to_jax_is_zero_copy():
     m = _memmap()
     assert data_pointer(m) % 64 == 0

@@ -182,6 +182,14 @@ def memo(compute: Callable[[Any], Any], bound: int = 256) -> Callable[[Any], Any
     return cached
 
 
+def masked(a: Any) -> tuple[str, str] | None:
+    """The verdict on a NumPy masked array (``None`` for any other array): every target
+    would drop or reinterpret its mask."""
+    if type(a).__name__ == "MaskedArray":
+        return UNSUPPORTED, "a NumPy masked array would lose its mask: call .filled(value) first"
+    return None
+
+
 def left_to_check() -> NeedsCopy:
     """What a fast step (:attr:`Edge.fast`) raises for a value it does not decide."""
     return NeedsCopy(COPY_ROUTE, "not a value for the fast step: the checked plan decides")
@@ -201,8 +209,9 @@ def series_fast(chars: Iterable[str], make: Callable[[], Callable[[Any], Any]],
             if type(a) is ndarray and a.ndim == 1 and a.dtype in ok:
                 if not dense:
                     return call(a)
-                flags = a.flags
-                if flags.c_contiguous and flags.aligned:
+                flags = a.flags  # 1-D: C-contiguous means compact, but for one element
+                if flags.c_contiguous and flags.aligned and (
+                        len(a) > 1 or a.strides[0] == a.itemsize):
                     return call(a)
             raise left_to_check()
 
@@ -220,6 +229,8 @@ def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | Non
     target that needs dense, aligned buffers (other arrays then take the copy route).
     """
     def check(a: Any) -> tuple[str, str] | None:
+        if masked(a):
+            return masked(a)
         if a.ndim != 1:
             return UNSUPPORTED, (f"a {what} is one-dimensional; the array has shape {a.shape} "
                                  "(reshape it, or convert a table column by column)")

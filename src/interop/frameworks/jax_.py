@@ -24,6 +24,7 @@ from .base import (
     Edge,
     NeedsCopy,
     left_to_check,
+    masked,
     memo,
     module,
 )
@@ -119,10 +120,9 @@ _np_dtype = memo(_np_dtype_class)
 
 def _np_to_jax_check(a: Any) -> tuple[str, str] | None:
     c = _np_dtype(a.dtype)
-    if c is _NARROW_OK and type(a).__name__ == "ndarray":  # the fast path: a pointer check
-        if ready(a, 64):
-            return None
-    elif c is not None and c is not _WIDE_DT:
+    if c is _NARROW_OK and type(a).__name__ == "ndarray" and ready(a, 64):
+        return None  # the fast path: a pointer check
+    if type(c) is tuple and not masked(a):  # a verdict on the dtype (COPIES)
         return c
     return _numpy_check(a, _FROM_NUMPY)
 

@@ -8,7 +8,7 @@ from ctypes import c_char as _c_char
 from typing import Any
 
 from ..protocols import array_interface, dlpack
-from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, view_obstacle
+from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, masked, view_obstacle
 
 # Type strings NumPy itself exports and imports over DLPack.
 DLPACK_DTYPES = frozenset({
@@ -46,8 +46,8 @@ def ready(a: Any, alignment: int = 1) -> bool:
 
 def _check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     """Why ``x`` cannot go to a DLPack consumer with ``rules`` as it is (fast path first)."""
-    if type(x).__name__ == "MaskedArray":
-        return UNSUPPORTED, "a NumPy masked array would lose its mask: call .filled(value) first"
+    if masked(x):
+        return masked(x)
     ts = dlpack.typestr_of(x.dtype)
     if ts not in DLPACK_DTYPES:
         return UNSUPPORTED, f"NumPy cannot export dtype {x.dtype} over DLPack"

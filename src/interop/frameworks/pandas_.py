@@ -52,7 +52,8 @@ def check(s: Any) -> tuple[str, str] | None:
     numpy_dt = getattr(dt, "numpy_dtype", None)
     if numpy_dt is None or numpy_dt.char not in _NUMERIC:
         return UNSUPPORTED, f"pandas Series {s.name!r} of dtype {dt} is not numeric"
-    return COPIES, f"pandas extension dtype {dt} keeps values and mask apart; to_numpy copies"
+    return COPIES, (f"pandas extension dtype {dt} keeps its values in its own buffers (a mask, "
+                    "or Arrow's): interop copies them out, so no write reaches the Series")
 
 
 def _np() -> Any:
@@ -73,22 +74,26 @@ def _to_numpy_view(s: Any) -> Any:
         raise NeedsCopy(*verdict)
     numpy_dt = getattr(dt, "numpy_dtype", None)
     if numpy_dt is not None and not isinstance(dt, type(numpy_dt)):
-        return s.to_numpy(dtype=numpy_dt)
+        # the plan says COPIES: pandas may hand out a view of a masked or Arrow-backed
+        # array's own values, and a write through the result would change the Series
+        return s.to_numpy(dtype=numpy_dt, copy=True)
     return s.to_numpy()
 
 
 def _to_numpy_fast() -> Any:
     """The ``copy=None`` step: ``Series.to_numpy()`` first, then the result tells. A read-only
-    array of a plain numeric dtype is the copy-on-write view of NumPy-backed values, or an
-    extension array's own zero-copy view, which the checked step returns too; anything else
-    (a fresh array: categorical, masked, tz-aware, strings) goes to the eafp converter."""
+    view, of a plain numeric dtype, of a writable array is the copy-on-write view of
+    NumPy-backed values, which the checked step returns too; anything else (categorical,
+    masked, Arrow-backed, tz-aware, strings) goes to the eafp converter."""
     np = _np()
     plain = frozenset(np.dtype(c) for c in _NUMERIC)
 
     def fast(s: Any) -> Any:
         a = s.to_numpy()
         if type(a) is np.ndarray and not a.flags.writeable and a.dtype in plain:
-            return a
+            base = a.base  # NumPy-backed: a read-only view of pandas' own writable array
+            if type(base) is np.ndarray and base.flags.writeable:
+                return a
         return _to_numpy_view(s)
 
     return fast
