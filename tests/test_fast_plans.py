@@ -701,3 +701,26 @@ def test_one_fast_plan_serves_many_lengths_and_dtypes():
             out = interop.to_framework(x, target)
             assert data_pointer(out) == data_pointer(a), (target, n, dt)
             np.testing.assert_array_equal(_values(out), a, strict=True)
+
+
+def test_a_framework_refusal_in_a_fast_step_goes_to_the_checked_plan():
+    """``Tensor.numpy()`` refuses a tensor that requires grad; the checked plan detaches it."""
+    import torch
+
+    spy = _warm(torch.zeros(4), "pyarrow", torch.Tensor)
+    t = torch.arange(4.0, requires_grad=True)
+    got = interop.to_framework(t, "pyarrow")
+    assert spy.calls == 1
+    assert got.to_pylist() == [0.0, 1.0, 2.0, 3.0]
+    assert got.buffers()[1].address == t.data_ptr()  # still zero-copy, through a detached view
+
+
+@pytest.mark.parametrize("target", ["jax", "pyarrow", "polars", "torch"])
+def test_a_dlpack_capsule_is_read_once_even_when_the_checked_plan_decides(target):
+    """A capsule is consumed by reading it: the checked plan must be the only one to read it
+    (capsule plans are per value, so no fast plan is cached for them)."""
+    REG.clear_plans()
+    interop.to_framework(aligned(np.arange(8, dtype=F32)).__dlpack__(), target)  # plans built
+    for x in (_misaligned(8, 4), _f32(16)[::2], _f32(16)[::-1]):  # copied on some routes
+        y = interop.to_framework(x.__dlpack__(), target)
+        np.testing.assert_array_equal(_values(y), x)

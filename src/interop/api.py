@@ -8,7 +8,7 @@ from typing import Any
 
 from .errors import InteropError
 from .frameworks import ADAPTERS
-from .frameworks.base import Adapter, Edge, NeedsCopy
+from .frameworks.base import Adapter, Edge
 from .plan import Plan
 from .registry import Registry
 
@@ -39,7 +39,8 @@ def to_framework(x: Any, target: str, *, device: str | None = None, copy: bool |
         if fn is not None:
             try:
                 return fn(x)
-            except NeedsCopy:  # a fast step left this value to the checked plan
+            except Exception:  # a fast step left this value to the checked plan (NeedsCopy),
+                # or its framework call refused it: the checked plan converts or says why
                 fn = _PLANS.get((type(x), target, device, copy))
                 if fn is not None:
                     return fn(x)

@@ -51,8 +51,9 @@ class Registry:
         self.fast: dict[str, dict[type, Callable[[Any], Any]]] = {}
         """The plans with ``device=None, copy=None``, as ``{target: {source type: plan}}``:
         the common call looks them up without building a key tuple. Where every step has a
-        fast form (:attr:`Edge.fast`) the plan here is made of those: a ``NeedsCopy`` from it
-        sends the value to the checked plan in :attr:`plans`."""
+        fast form (:attr:`Edge.fast`) the plan here is made of those: any exception from it
+        (``NeedsCopy``, or a framework refusing the value) sends the value to the checked plan
+        in :attr:`plans`, which gives the result or the error."""
         self._lock = threading.RLock()
 
     # ---- registration -------------------------------------------------------------

@@ -54,9 +54,10 @@ class Edge:
     fast: Callable[[], Callable[[Any], Any]] | None = None
     """For ``copy=None``: makes (once per plan, the frameworks imported by then) the step
     without the registry's per-value check. It returns what the checked step would return
-    (zero-copy, or a ``COPIES`` conversion it does itself) or raises ``NeedsCopy`` before
-    converting anything, and the checked plan then decides. An ``eafp`` edge or one without
-    a check needs none: its ``convert`` is that step."""
+    (zero-copy, or a ``COPIES`` conversion it does itself) or raises (``NeedsCopy``, or the
+    framework's own refusal), and the checked plan then converts the value again from the
+    start, or says why it cannot. An ``eafp`` edge or one without a check needs none: its
+    ``convert`` is that step."""
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from operator import methodcaller
 from typing import Any
 
 from ..errors import NullsError
@@ -89,13 +90,6 @@ def _to_numpy_view(x: Any) -> Any:
                                               f"without copying ({err})")))
 
 
-def _to_numpy_fast(x: Any) -> Any:
-    try:  # an Array (the common case) needs no chunk check first
-        return x.to_numpy(zero_copy_only=True)
-    except Exception:  # a ChunkedArray, or Arrow would copy: the eafp converter decides
-        return _to_numpy_view(x)
-
-
 def to_numpy(x: Any) -> Any:
     """A NumPy array of ``x``, copying when it must; nulls only for floating types (NaN)."""
     pa = sys.modules["pyarrow"]
@@ -145,7 +139,8 @@ def _from_numpy(a: Any) -> Any:
 def _edges() -> list[Edge]:
     return [
         Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", _to_numpy_view,
-             check=check, eafp=True, fast=lambda: _to_numpy_fast),
+             check=check, eafp=True,
+             fast=lambda: methodcaller("to_numpy", zero_copy_only=True)),
         Edge("numpy", "pyarrow", "pyarrow.array", _from_numpy, check=_np_check,
              fast=series_fast(_ARROW_NUMERIC, lambda: module("pyarrow").array, dense=True)),
     ]
