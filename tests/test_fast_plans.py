@@ -537,16 +537,21 @@ def test_aligned_memmap_to_jax_is_zero_copy():
     assert j.unsafe_buffer_pointer() == data_pointer(m)
 
 
-def test_needs_copy_from_a_fast_step_never_reaches_the_user():
-    """The fast steps raise ``NeedsCopy`` for what they leave; ``to_framework`` never does."""
+def test_an_exception_from_a_fast_step_never_reaches_the_user():
+    """A fast step raises for what it leaves (``NeedsCopy``, or JAX refusing a misaligned
+    buffer); ``to_framework`` then gives the checked plan's outcome, never that exception."""
     for target, x in (("jax", _misaligned(8, 4)), ("jax", _f32()[::-1]),
                       ("pyarrow", _f32(16)[::2]), ("polars", _misaligned(8, 1)),
                       ("torch", _f32()[::-1]), ("pandas", _f32(12).reshape(3, 4))):
         spy = _warm(_f32(), target, np.ndarray)
-        with pytest.raises(NeedsCopy):
+        with pytest.raises(Exception) as raised:
             REG.fast[target][np.ndarray](x)
-        _outcome(lambda x=x, target=target: interop.to_framework(x, target))
+        got, got_err = _outcome(lambda x=x, target=target: interop.to_framework(x, target))
         assert spy.calls == 1, target
+        assert got_err is None or isinstance(got_err, InteropError), (target, got_err)
+        assert got_err is not raised.value and not isinstance(got_err, NeedsCopy)
+        want, want_err = _outcome(lambda x=x, fn=spy.fn: fn(x))
+        _assert_same(got, got_err, want, want_err)
 
 
 # ---- other sources, and the plans of two steps -----------------------------------------------

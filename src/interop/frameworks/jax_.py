@@ -175,7 +175,8 @@ def _np_to_jax_checked(a: Any) -> Any:
 def _np_to_jax_fast() -> Any:
     """The ``copy=None`` step: XLA's own alignment check instead of reading the pointer
     (``copy=False`` makes JAX raise where it would copy a misaligned buffer), and
-    ``device_put`` for read-only arrays, which NumPy will not export as legacy DLPack."""
+    ``device_put`` for read-only arrays, which NumPy will not export as legacy
+    DLPack (XLA aliases an aligned buffer and copies any other, as ``copy=None`` allows)."""
     np, jax = module("numpy"), module("jax")
     from_dlpack, device_put, ndarray = jax.dlpack.from_dlpack, jax.device_put, np.ndarray
     cpu = jax.devices("cpu")[0]
@@ -184,15 +185,11 @@ def _np_to_jax_fast() -> Any:
 
     def fast(a: Any) -> Any:
         if type(a) is ndarray and a.dtype in ok:
-            flags = a.flags
+            flags = a.flags  # column-major XLA would alias too, with a layout of its own
             if flags.c_contiguous:
-                if flags.writeable:
-                    try:
-                        return from_dlpack(a, copy=False)
-                    except ValueError:  # not 64-byte aligned: the checked plan copies
-                        pass
-                else:  # XLA aliases an aligned host buffer, and copies any other
-                    return device_put(a, cpu, may_alias=True)
+                if flags.writeable:  # XLA refuses a misaligned buffer: the checked plan
+                    return from_dlpack(a, copy=False)  # then copies it
+                return device_put(a, cpu, may_alias=True)  # aliases if it can, else copies
         raise left_to_check()
 
     return fast
