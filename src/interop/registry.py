@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections.abc import Callable
+from inspect import signature
 from typing import Any
 
 from .errors import (
@@ -258,9 +259,11 @@ class Registry:
     def _compile_fast(self, src: str, tgt: str, device: str) -> Callable[[Any], Any] | None:
         """The ``copy=None`` plan of fast steps (:attr:`Edge.fast`), or ``None`` if a step
         has none (the checked plan then serves every call)."""
-        steps = []
+        steps: list[Callable[[Any], Any]] = []
         for e in self.route(src, tgt, device) or ():
-            if e.fast is not None:
+            if e.fast is not None and steps and "before" in signature(e.fast).parameters:
+                steps[-1] = e.fast(before=steps[-1])
+            elif e.fast is not None:
                 steps.append(e.fast())
             elif e.eafp or e.check is None:
                 steps.append(e.convert)

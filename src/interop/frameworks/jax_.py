@@ -172,7 +172,7 @@ def _np_to_jax_checked(a: Any) -> Any:
     raise NeedsCopy(*verdict)
 
 
-def _np_to_jax_fast() -> Any:
+def _np_to_jax_fast(before: Any = None) -> Any:
     """The ``copy=None`` step: no pointer read (it slows JAX's own call by 1-2 us) since XLA
     copies a misaligned buffer itself, which ``copy=None`` allows and which takes half the
     time of interop's copy route; ``device_put`` for read-only arrays, which NumPy will not
@@ -184,6 +184,8 @@ def _np_to_jax_fast() -> Any:
                    if _np_dtype(dt) is _NARROW_OK)
 
     def fast(a: Any) -> Any:
+        if before is not None:
+            a = before(a)
         if type(a) is ndarray and a.dtype in ok:
             flags = a.flags  # column-major XLA would alias too, with a layout of its own
             if flags.c_contiguous:  # XLA aliases a 64-byte aligned buffer and copies any

@@ -160,10 +160,12 @@ def _from_numpy_checked(a: Any) -> Any:
     return _from_numpy(a)
 
 
-def _from_numpy_fast() -> Any:
+def _from_numpy_fast(before: Any = None) -> Any:
     from_numpy, ndarray = module("torch").from_numpy, module("numpy").ndarray
 
     def fast(a: Any) -> Any:
+        if before is not None:
+            a = before(a)
         if type(a) is ndarray and a.flags.aligned:
             try:
                 return from_numpy(a)
