@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from functools import partial
-from operator import methodcaller
 from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
@@ -126,7 +125,7 @@ def _series_call() -> Any:
 def _edges() -> list[Edge]:
     return [
         Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", _to_numpy_view,
-             check=check, eafp=True, fast=lambda: methodcaller("to_numpy", allow_copy=False)),
+             check=check, eafp=True),
         Edge("numpy", "polars", "polars.Series", _from_numpy, check=_np_check,
              fast=series_fast(_POLARS_NUMERIC, _series_call, dense=True)),
     ]

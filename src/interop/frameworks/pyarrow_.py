@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from operator import methodcaller
 from typing import Any
 
 from ..errors import NullsError
@@ -90,6 +89,11 @@ def _to_numpy_view(x: Any) -> Any:
                                               f"without copying ({err})")))
 
 
+def _zero_copy_numpy(x: Any) -> Any:
+    """The fast step: an Array's NumPy view, with no chunk test (a ChunkedArray raises)."""
+    return x.to_numpy(zero_copy_only=True)
+
+
 def to_numpy(x: Any) -> Any:
     """A NumPy array of ``x``, copying when it must; nulls only for floating types (NaN)."""
     pa = sys.modules["pyarrow"]
@@ -140,7 +144,7 @@ def _edges() -> list[Edge]:
     return [
         Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", _to_numpy_view,
              check=check, eafp=True,
-             fast=lambda: methodcaller("to_numpy", zero_copy_only=True)),
+             fast=lambda: _zero_copy_numpy),
         Edge("numpy", "pyarrow", "pyarrow.array", _from_numpy, check=_np_check,
              fast=series_fast(_ARROW_NUMERIC, lambda: module("pyarrow").array, dense=True)),
     ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from functools import cache
-from operator import methodcaller
 from typing import Any
 
 from ..errors import UnsupportedConversionError
@@ -236,7 +235,7 @@ def _edges() -> list[Edge]:
         Edge("numpy", "torch", "torch.from_numpy", _from_numpy_checked, check=_np_check,
              hazard=_readonly_hazard, eafp=True, fast=_from_numpy_fast),
         Edge("torch", "numpy", "Tensor.numpy()", _to_numpy_view, check=_tensor_check,
-             hazard=_grad_hazard, eafp=True, fast=lambda: methodcaller("numpy")),
+             hazard=_grad_hazard, eafp=True),
     ]
 
 
