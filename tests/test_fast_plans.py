@@ -709,15 +709,17 @@ def test_one_fast_plan_serves_many_lengths_and_dtypes():
 
 
 def test_a_framework_refusal_in_a_fast_step_goes_to_the_checked_plan():
-    """``Tensor.numpy()`` refuses a tensor that requires grad; the checked plan detaches it."""
-    import torch
+    """pyarrow's ``ChunkedArray.to_numpy`` refuses ``zero_copy_only``; the checked plan takes
+    the one chunk and stays zero-copy."""
+    import pyarrow as pa
 
-    spy = _warm(torch.zeros(4), "pyarrow", torch.Tensor)
-    t = torch.arange(4.0, requires_grad=True)
-    got = interop.to_framework(t, "pyarrow")
+    spy = _warm(pa.chunked_array([_f32(4)]), "torch", pa.ChunkedArray)
+    x = aligned(np.arange(8, dtype=F32))
+    c = pa.chunked_array([pa.array(x)])
+    t = interop.to_framework(c, "torch")
     assert spy.calls == 1
-    assert got.to_pylist() == [0.0, 1.0, 2.0, 3.0]
-    assert got.buffers()[1].address == t.data_ptr()  # still zero-copy, through a detached view
+    assert t.tolist() == list(range(8))
+    assert t.data_ptr() == data_pointer(x)
 
 
 @pytest.mark.parametrize("target", ["jax", "pyarrow", "polars", "torch"])
