@@ -38,15 +38,15 @@ def timer(stmt: str | Callable[[], Any], env: dict[str, Any] | None = None) -> t
 
 
 def interleaved(timers: dict[str, timeit.Timer], number: int, repeat: int,
-                warmup: int = 1) -> dict[str, list[float]]:
+                warmup: int | None = None) -> dict[str, list[float]]:
     """Seconds per call of each timer, ``repeat`` samples of ``number`` calls, interleaved.
 
     Round ``r`` times every timer once before round ``r + 1`` starts, so drift (frequency
     scaling, a noisy neighbour) hits every contender alike; odd rounds run them in reverse
     order, so neither always runs first (with warm or cold caches).
     """
-    for t in timers.values():
-        t.timeit(max(1, warmup))
+    for t in timers.values():  # warm-up: one sample's worth of calls (``warmup`` if given),
+        t.timeit(max(1, number if warmup is None else warmup))  # so caches fill untimed
     out: dict[str, list[float]] = {k: [] for k in timers}
     items = list(timers.items())
     for r in range(repeat):

@@ -239,8 +239,9 @@ def write_docs(results: dict[str, Any], docs: Path, results_dir: Path, machine: 
         old = {p["pair"]: p.get("overhead_us") for p in
                prior.get("dispatch", {}).get("pairs", [])}
         lines += ["", "## Dispatch overhead before and after the fast paths", "",
-                  f"Before: `{rel / 'before.json'}` ({prior['meta']['date']}, under load). "
-                  "Overhead over the native call, us (median).", "",
+                  f"Before: `{rel / 'before.json'}`, "
+                  f"{prior['meta'].get('library', 'an earlier run')}, measured on "
+                  f"{prior['meta']['date']}. Overhead over the native call, us (median).", "",
                   "| pair | before | now |", "|---|---|---|"]
         for p in d["pairs"]:
             if "overhead_us" not in p:
