@@ -371,6 +371,13 @@ _COPY_PLAN_DTYPE = ("explain(): a first step that needs the copy route ({why}) r
                     "{t} step then refuses the dtype ({dt}) with UnsupportedConversionError")
 
 
+def _assert_plan_refuses(plan, err):
+    """``explain`` said the conversion is unsupported, with the error the call raised."""
+    assert not plan.supported, (plan, err)
+    assert isinstance(err, {"unsupported": UnsupportedConversionError,
+                            "nulls": NullsError}[plan.error]), (plan, err)
+
+
 def _params(cases, targets):
     return [pytest.param(name, t, id=f"{name}->{t}") for name in cases for t in targets]
 
@@ -440,9 +447,7 @@ def test_numpy_fast_plan_tells_the_truth_about_copies(case, target):
     plan = interop.explain(x, target)
     got, err = _outcome(lambda: interop.to_framework(x, target))
     if err is not None:
-        assert not plan.supported, (plan, err)
-        assert isinstance(err, {"unsupported": UnsupportedConversionError,
-                                "nulls": NullsError}[plan.error]), (plan, err)
+        _assert_plan_refuses(plan, err)
         _, err_false = _outcome(lambda: interop.to_framework(x, target, copy=False))
         assert type(err_false) is type(err) and str(err_false) == str(err)
         return
@@ -574,9 +579,7 @@ def test_other_sources_fast_plan_tells_the_truth_about_copies(source, case, targ
     plan = interop.explain(x, target)
     got, err = _outcome(lambda: interop.to_framework(x, target))
     if err is not None:
-        assert not plan.supported, (plan, err)
-        assert isinstance(err, {"unsupported": UnsupportedConversionError,
-                                "nulls": NullsError}[plan.error]), (plan, err)
+        _assert_plan_refuses(plan, err)
         return
     assert plan.supported, plan
     np.testing.assert_array_equal(_values(got), _values(x))
