@@ -86,13 +86,13 @@ def _to_numpy_fast() -> Any:
     NumPy-backed values, which the checked step returns too; anything else (categorical,
     masked, Arrow-backed, tz-aware, strings) goes to the eafp converter."""
     np = _np()
-    plain = frozenset(np.dtype(c) for c in _NUMERIC)
+    plain, ndarray = frozenset(np.dtype(c) for c in _NUMERIC), np.ndarray
 
     def fast(s: Any) -> Any:
         a = s.to_numpy()
-        if type(a) is np.ndarray and not a.flags.writeable and a.dtype in plain:
+        if not a.flags.writeable and a.dtype in plain:
             base = a.base  # NumPy-backed: a read-only view of pandas' own writable array
-            if type(base) is np.ndarray and base.flags.writeable:
+            if type(base) is ndarray and base.flags.writeable:
                 return a
         return _to_numpy_view(s)
 
