@@ -179,7 +179,8 @@ def _np_to_jax_fast(before: Any = None) -> Any:
     export as legacy DLPack. ``explain`` still reads the pointer and says which it is."""
     np, jax = module("numpy"), module("jax")
     from_dlpack, device_put, ndarray = jax.dlpack.from_dlpack, jax.device_put, np.ndarray
-    cpu = jax.devices("cpu")[0]
+    # host arrays stay on the host: the default device, unless a GPU backend is the default
+    cpu = None if jax.default_backend() == "cpu" else jax.devices("cpu")[0]
     ok = frozenset(dt for dt in (np.dtype(c) for c in np.typecodes["All"] if c not in "OSUVMm")
                    if _np_dtype(dt) is _NARROW_OK)
 
