@@ -712,15 +712,24 @@ def test_one_fast_plan_serves_many_lengths_and_dtypes():
 
 
 def test_a_framework_refusal_in_a_fast_step_goes_to_the_checked_plan():
-    """pyarrow's ``ChunkedArray.to_numpy`` refuses ``zero_copy_only``; the checked plan takes
-    the one chunk and stays zero-copy."""
+    """``Array.to_numpy(zero_copy_only=True)`` refuses bit-packed booleans (ArrowInvalid);
+    the checked plan unpacks them (a recorded copy)."""
+    import pyarrow as pa
+
+    spy = _warm(pa.array([True]), "torch", pa.BooleanArray)
+    t = interop.to_framework(pa.array([True, False, True]), "torch")
+    assert spy.calls == 1
+    assert t.tolist() == [True, False, True]
+
+
+def test_a_table_column_takes_the_fast_plan():
+    """A one-chunk ChunkedArray (what a Table holds) is viewed through its chunk, fast."""
     import pyarrow as pa
 
     spy = _warm(pa.chunked_array([_f32(4)]), "torch", pa.ChunkedArray)
     x = aligned(np.arange(8, dtype=F32))
-    c = pa.chunked_array([pa.array(x)])
-    t = interop.to_framework(c, "torch")
-    assert spy.calls == 1
+    t = interop.to_framework(pa.chunked_array([pa.array(x)]), "torch")
+    assert spy.calls == 0
     assert t.tolist() == list(range(8))
     assert t.data_ptr() == data_pointer(x)
 

@@ -289,8 +289,12 @@ def _arrow_to_jax_fast() -> Any:
     arrow, carriers = _ARROW, _CARRIERS
 
     def fast(x: Any) -> Any:
+        if type(x) is chunked:  # a table column: its one chunk
+            if x.num_chunks != 1:
+                raise left_to_check()
+            x = x.chunk(0)
         k = arrow.get(x.type.id) or _arrow_kind(x.type)
-        if k is not None and k[3] and type(x) is not chunked and not x.null_count:
+        if k is not None and k[3] and not x.null_count:
             n = k[1]
             nbytes = len(x) * n
             carrier = carriers.get(nbytes) or _carrier(nbytes)

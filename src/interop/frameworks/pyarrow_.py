@@ -15,6 +15,7 @@ from .base import (
     Adapter,
     Edge,
     NeedsCopy,
+    left_to_check,
     memo,
     module,
     series_check,
@@ -89,9 +90,19 @@ def _to_numpy_view(x: Any) -> Any:
                                               f"without copying ({err})")))
 
 
-def _zero_copy_numpy(x: Any) -> Any:
-    """The fast step: an Array's NumPy view, with no chunk test (a ChunkedArray raises)."""
-    return x.to_numpy(zero_copy_only=True)
+def _to_numpy_fast() -> Any:
+    """The fast step: the NumPy view of an Array, or of a ChunkedArray's one chunk (a table
+    column); Arrow raises where it would copy, and the checked plan decides."""
+    chunked = module("pyarrow").ChunkedArray
+
+    def fast(x: Any) -> Any:
+        if type(x) is chunked:
+            if x.num_chunks != 1:
+                raise left_to_check()
+            x = x.chunk(0)
+        return x.to_numpy(zero_copy_only=True)
+
+    return fast
 
 
 def to_numpy(x: Any) -> Any:
@@ -144,7 +155,7 @@ def _edges() -> list[Edge]:
     return [
         Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", _to_numpy_view,
              check=check, eafp=True,
-             fast=lambda: _zero_copy_numpy),
+             fast=_to_numpy_fast),
         Edge("numpy", "pyarrow", "pyarrow.array", _from_numpy, check=_np_check,
              fast=series_fast(_ARROW_NUMERIC, lambda: module("pyarrow").array, dense=True)),
     ]
