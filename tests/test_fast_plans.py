@@ -364,13 +364,6 @@ def _assert_same(got, got_err, want, want_err):
     np.testing.assert_array_equal(_values(got), _values(want), strict=True)
 
 
-# ---- known bugs (strict xfail: each passes once fixed) ----------------------------------------
-
-_COPY_PLAN_DTYPE = ("explain(): a first step that needs the copy route ({why}) returns a "
-                    "supported copy plan without the later steps' checks, but the numpy -> "
-                    "{t} step then refuses the dtype ({dt}) with UnsupportedConversionError")
-
-
 def _assert_plan_refuses(plan, err):
     """``explain`` said the conversion is unsupported, with the error the call raised."""
     assert not plan.supported, (plan, err)
@@ -382,27 +375,9 @@ def _params(cases, targets):
     return [pytest.param(name, t, id=f"{name}->{t}") for name in cases for t in targets]
 
 
-BUGS_OTHERS = {
-    ("polars", "two-chunks-float64", "jax"): _COPY_PLAN_DTYPE.format(
-        why="two chunks", t="jax", dt="float64, x64 off"),
-    ("pyarrow", "chunked-2-int64", "jax"): _COPY_PLAN_DTYPE.format(
-        why="two chunks", t="jax", dt="int64, x64 off"),
-    **{("torch", "conj", t): _COPY_PLAN_DTYPE.format(
-        why="a lazy conjugate bit", t=t, dt="complex64") for t in ("pyarrow", "polars")},
-}
-
-
-def _other_params(bugs):
-    out = []
-    for src, cases in OTHERS.items():
-        for name in cases:
-            for t in TARGETS:
-                if t == src:
-                    continue
-                bug = bugs.get((src, name, t))
-                marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
-                out.append(pytest.param(src, name, t, id=f"{src}:{name}->{t}", marks=marks))
-    return out
+def _other_params():
+    return [pytest.param(src, name, t, id=f"{src}:{name}->{t}")
+            for src, cases in OTHERS.items() for name in cases for t in TARGETS if t != src]
 
 
 # ---- NumPy sources --------------------------------------------------------------------------
@@ -561,7 +536,7 @@ def test_an_exception_from_a_fast_step_never_reaches_the_user():
 
 # ---- other sources, and the plans of two steps -----------------------------------------------
 
-@pytest.mark.parametrize(("source", "case", "target"), _other_params({}))
+@pytest.mark.parametrize(("source", "case", "target"), _other_params())
 def test_other_sources_fast_plan_equals_checked_plan(source, case, target):
     make, warm = OTHERS[source][case]
     x, _ = make()
@@ -571,7 +546,7 @@ def test_other_sources_fast_plan_equals_checked_plan(source, case, target):
         assert interop.shares_memory(got, x) == interop.shares_memory(want, x)
 
 
-@pytest.mark.parametrize(("source", "case", "target"), _other_params(BUGS_OTHERS))
+@pytest.mark.parametrize(("source", "case", "target"), _other_params())
 def test_other_sources_fast_plan_tells_the_truth_about_copies(source, case, target):
     make, warm = OTHERS[source][case]
     x, backing = make()

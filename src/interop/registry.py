@@ -411,7 +411,7 @@ class Registry:
                         (), supported=False)
         if copy is True:
             return self._copy_plan(src, tgt, ["copy=True asks for a fresh buffer"], [], [],
-                                   device=dev)
+                                   device=dev, value=x)
         steps: list[Step] = []
         reasons: list[str] = []
         hazards: list[str] = []
@@ -435,7 +435,7 @@ class Registry:
                                 tuple(hazards), supported=False, error="zero-copy")
                 if what == COPY_ROUTE:
                     return self._copy_plan(e.source, tgt, reasons, hazards, steps,
-                                           origin=src, device=dev)
+                                           origin=src, device=dev, value=v)
                 steps.append(Step(e.source, e.target, e.via, copies=True))
             else:
                 steps.append(Step(e.source, e.target, e.via))
@@ -447,7 +447,12 @@ class Registry:
         return Plan(src, tgt, tuple(steps), zero_copy, tuple(reasons), tuple(hazards))
 
     def _copy_plan(self, at: str, tgt: str, reasons: list[str], hazards: list[str],
-                   steps: list[Step], origin: str | None = None, device: str = "cpu") -> Plan:
+                   steps: list[Step], origin: str | None = None, device: str = "cpu",
+                   value: Any = None) -> Plan:
+        refused = self._refused_after_copy(at, value, tgt) if device == "cpu" else None
+        if refused is not None:
+            return Plan(origin or at, tgt, tuple(steps), False, (*reasons, refused),
+                        tuple(hazards), supported=False, error=UNSUPPORTED)
         steps = list(steps)
         hub = "numpy" if device == "cpu" else "cupy"
         if at != hub:
@@ -456,6 +461,33 @@ class Registry:
         for e in self.route(hub, tgt, device) or []:
             steps.append(Step(e.source, e.target, e.via))
         return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
+
+    def _refused_after_copy(self, at: str, value: Any, tgt: str) -> str | None:
+        """Why the steps after the copy route's fresh host copy would refuse ``value`` (its
+        dtype, as a later step sees it), judged on a copy of its first element."""
+        sample = _sample(value)
+        if sample is None or tgt == "numpy":
+            return None
+        try:
+            arr = fresh_copy(self.adapters[at].to_numpy(sample))
+        except Exception:  # the conversion itself names what is wrong
+            return None
+        for e in self.route("numpy", tgt, "cpu") or ():
+            verdict = e.check(arr) if e.check is not None else None
+            if verdict is not None and verdict[0] == UNSUPPORTED:
+                return f"{e.source} -> {e.target} ({e.via}): {verdict[1]}"
+            if verdict is not None and verdict[0] != COPIES:
+                return None
+            arr = e.convert(arr)
+        return None
+
+
+def _sample(x: Any) -> Any:
+    """The first element of ``x`` as a value of its own framework (``None``: no slicing)."""
+    try:
+        return x[:1] if getattr(x, "ndim", 1) else None
+    except Exception:
+        return None
 
 
 def _identity(x: Any) -> Any:

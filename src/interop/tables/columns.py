@@ -89,16 +89,21 @@ def is_arrow_array(x: Any) -> bool:
     return pa is not None and isinstance(x, (pa.Array, pa.ChunkedArray))
 
 
+_KINDS: dict[int, str] = {}
+"""Arrow type id -> kind (the kind depends on the id alone, not on units or time zones)."""
+
+
 def _arrow_kind(t: Any) -> str:
     """``"numeric"``, ``"bool"``, ``"temporal"`` or ``"unsupported"`` for an Arrow type."""
-    pa = _pa()
-    if pa.types.is_boolean(t):
-        return "bool"
-    if pa.types.is_integer(t) or pa.types.is_floating(t):
-        return "numeric"
-    if pa.types.is_temporal(t) and not pa.types.is_interval(t):
-        return "temporal"
-    return "unsupported"
+    k = _KINDS.get(t.id)
+    if k is None:
+        types = _pa().types
+        k = _KINDS[t.id] = (
+            "bool" if types.is_boolean(t)
+            else "numeric" if types.is_integer(t) or types.is_floating(t)
+            else "temporal" if types.is_temporal(t) and not types.is_interval(t)
+            else "unsupported")
+    return k
 
 
 def _temporal_meta(t: Any) -> dict[str, Any]:
