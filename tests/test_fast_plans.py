@@ -718,3 +718,22 @@ def test_a_dlpack_capsule_is_read_once_even_when_the_checked_plan_decides(target
     for x in (_misaligned(8, 4), _f32(16)[::2], _f32(16)[::-1]):  # copied on some routes
         y = interop.to_framework(x.__dlpack__(), target)
         np.testing.assert_array_equal(_values(y), x)
+
+
+def test_a_dense_arrow_table_converts_column_by_column_without_preparation(monkeypatch):
+    """Numeric Arrow columns without nulls go straight to the registry, zero-copy; a table
+    with any other column takes the full path (which names the column with nulls)."""
+    import pyarrow as pa
+
+    from interop.tables import columns
+
+    xs = {f"c{i}": aligned(np.arange(8, dtype=F32) + i) for i in range(3)}
+    table = pa.table({n: pa.array(x) for n, x in xs.items()})
+    monkeypatch.setattr(columns, "prepare", None)  # the dense path must not call it
+    out = interop.to_framework(table, "torch")
+    assert [t.data_ptr() for t in out.values()] == [data_pointer(x) for x in xs.values()]
+    assert out["c2"].tolist() == (np.arange(8) + 2).tolist()
+    monkeypatch.undo()
+    holes = table.append_column("h", pa.array([1.0, None] * 4, pa.float32()))
+    with pytest.raises(NullsError, match="'h'"):
+        interop.to_framework(holes, "torch")

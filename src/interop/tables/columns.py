@@ -383,6 +383,10 @@ def convert(source: str, named: list[tuple[Any, Any]], target: str, *, copy: boo
 
     nulls, fill_value, columns = _options(dict(options))
     named = select(named, columns)
+    if copy is None and device is None and nulls == "raise":
+        out = _dense_arrow_columns(named, target)
+        if out is not None:
+            return out
     preps = {n: prepare(n, c, nulls=nulls, fill_value=fill_value, copy=copy) for n, c in named}
     _raise_errors(source, preps, nulls)
     out = Columns()
@@ -398,6 +402,28 @@ def convert(source: str, named: list[tuple[Any, Any]], target: str, *, copy: boo
             out[n] = values
         if p.meta:
             out.meta[n] = p.meta
+    return out
+
+
+def _dense_arrow_columns(named: list[tuple[Any, Any]], target: str) -> Columns | None:
+    """The common table, Arrow columns of numbers or booleans without nulls, column by column
+    with no preparation (what :func:`prepare` would hand on as they are); ``None`` for any
+    other table, or any refusal, which the full path then explains."""
+    from .. import api
+
+    pa = _pa()
+    if pa is None:
+        return None
+    arrow = (pa.Array, pa.ChunkedArray)
+    out = Columns()
+    for n, c in named:
+        if not isinstance(c, arrow) or _arrow_kind(c.type) not in ("numeric", "bool") or (
+                c.null_count):
+            return None
+        try:
+            out[n] = api.to_framework(c, target)
+        except InteropError:
+            return None
     return out
 
 
