@@ -188,11 +188,11 @@ def _np_to_jax_fast(before: Any = None) -> Any:
         if before is not None:
             a = before(a)
         if type(a) is ndarray and a.dtype in ok:
-            flags = a.flags  # column-major XLA would alias too, with a layout of its own
-            if flags.c_contiguous:  # XLA aliases a 64-byte aligned buffer and copies any
-                if flags.writeable:  # other (as copy=None allows), faster than interop would
-                    return from_dlpack(a)
+            flags = a.flags  # XLA aliases a 64-byte aligned buffer and copies any other (as
+            if not flags.writeable:  # copy=None allows), faster than interop would
                 return device_put(a, cpu, may_alias=True)
+            if flags.c_contiguous:  # column-major, XLA would alias with a layout of its own
+                return from_dlpack(a)
         raise left_to_check()
 
     return fast
