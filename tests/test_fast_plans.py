@@ -308,6 +308,14 @@ def _bump(v) -> None:
         v += 1
 
 
+def _write_seen(source, result) -> bool:
+    """Whether a write through ``source`` (a writable NumPy array or tensor) shows in
+    ``result``: the second proof of shared memory, beside equal data pointers."""
+    before = _values(result).copy()
+    _bump(source)
+    return not np.array_equal(_values(result), before)
+
+
 def _outcome(call):
     """``(result, None)`` or ``(None, error)``; a ``NeedsCopy`` reaching the caller fails."""
     try:
@@ -389,6 +397,7 @@ def test_a_fast_plan_serves_plain_values_without_the_checked_plan():
         out = interop.to_framework(a, target)
         assert spy.calls == 0, target  # the fast plan converted it
         assert interop.shares_memory(out, a) and data_pointer(out) == data_pointer(a), target
+        assert _write_seen(a, out), target
 
 
 def test_the_first_call_runs_the_checked_plan():
@@ -439,10 +448,7 @@ def test_numpy_fast_plan_tells_the_truth_about_copies(case, target):
         with pytest.raises(ZeroCopyError):
             interop.to_framework(x, target, copy=False)
     if x.flags.writeable:  # a write through the source: seen in the result iff shared
-        before = _values(got).copy()
-        _bump(x)
-        changed = not np.array_equal(_values(got), before)
-        assert changed == shared
+        assert _write_seen(x, got) == shared
         if target == "torch" and shared:  # and a write through the result, seen in the source
             seen = np.asarray(x).copy()
             _bump(got)
@@ -515,6 +521,7 @@ def test_aligned_memmap_to_jax_is_zero_copy():
     j = interop.to_framework(m, "jax")
     assert interop.explain(m, "jax").zero_copy
     assert j.unsafe_buffer_pointer() == data_pointer(m)
+    assert _write_seen(m, j)
 
 
 def test_an_exception_from_a_fast_step_never_reaches_the_user():
@@ -639,6 +646,9 @@ def test_a_fast_zero_copy_result_keeps_the_source_memory_alive(target, readonly)
     spy = _warm(_f32(), target, np.ndarray)
     out = interop.to_framework(a, target)
     assert spy.calls == 0 and data_pointer(out) == data_pointer(a)
+    a.flags.writeable = True
+    assert _write_seen(a, out)
+    a[:] = np.arange(1024)
     del a
     gc.collect(0)
     assert ref() is not None  # the result holds the NumPy memory it reads
@@ -684,6 +694,7 @@ def test_one_fast_plan_serves_many_lengths_and_dtypes():
             out = interop.to_framework(x, target)
             assert data_pointer(out) == data_pointer(a), (target, n, dt)
             np.testing.assert_array_equal(_values(out), a, strict=True)
+            assert _write_seen(a, out), (target, n, dt)
 
 
 def test_a_framework_refusal_in_a_fast_step_goes_to_the_checked_plan():
@@ -707,6 +718,7 @@ def test_a_table_column_takes_the_fast_plan():
     assert spy.calls == 0
     assert t.tolist() == list(range(8))
     assert t.data_ptr() == data_pointer(x)
+    assert _write_seen(x, t)
 
 
 @pytest.mark.parametrize("target", ["jax", "pyarrow", "polars", "torch"])
@@ -733,6 +745,7 @@ def test_a_dense_arrow_table_converts_column_by_column_without_preparation(monke
     out = interop.to_framework(table, "torch")
     assert [t.data_ptr() for t in out.values()] == [data_pointer(x) for x in xs.values()]
     assert out["c2"].tolist() == (np.arange(8) + 2).tolist()
+    assert all(_write_seen(x, t) for x, t in zip(xs.values(), out.values()))
     monkeypatch.undo()
     holes = table.append_column("h", pa.array([1.0, None] * 4, pa.float32()))
     with pytest.raises(NullsError, match="'h'"):
