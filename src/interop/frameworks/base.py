@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..memo import ARROW_TYPE_ID, memo, memo_by  # noqa: F401 - for the adapters
 from ..protocols import dlpack
 from ..view import BufferView
 
@@ -162,26 +163,6 @@ def module(name: str) -> Any:
     """The framework module ``name``, imported on first use (later calls: a dict lookup)."""
     m = sys.modules.get(name)
     return m if m is not None else importlib.import_module(name)
-
-
-def memo(compute: Callable[[Any], Any], bound: int = 256) -> Callable[[Any], Any]:
-    """``compute`` memoised per argument (a dtype, an Arrow type, a sharding: the few that
-    values share). Unhashable arguments are computed every time; at most ``bound`` kept."""
-    cache: dict[Any, Any] = {}
-
-    def cached(key: Any) -> Any:
-        try:
-            return cache[key]
-        except KeyError:
-            pass
-        except TypeError:  # unhashable
-            return compute(key)
-        v = compute(key)
-        if len(cache) < bound:
-            cache[key] = v
-        return v
-
-    return cached
 
 
 def masked(a: Any) -> tuple[str, str] | None:

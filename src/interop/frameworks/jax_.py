@@ -16,6 +16,7 @@ from typing import Any
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
 from .base import (
+    ARROW_TYPE_ID,
     COPIES,
     COPY_ROUTE,
     UNSUPPORTED,
@@ -26,6 +27,7 @@ from .base import (
     left_to_check,
     masked,
     memo,
+    memo_by,
     module,
 )
 from .numpy_ import DLPACK_DTYPES, ready
@@ -207,23 +209,19 @@ def _np_to_jax_fast(before: Any = None) -> Any:
 
 _CARRIER_BOUND = 256
 _CARRIERS: dict[int, Any] = {}
-_ARROW: dict[int, tuple[str, int, Any, bool] | None] = {}
-"""Arrow type id -> (NumPy typestr, itemsize, NumPy dtype, JAX takes it whatever x64 says)
-for integer and floating types, else None."""
+def _arrow_kind_of(t: Any) -> tuple[str, int, Any, bool] | None:
+    """(NumPy typestr, itemsize, NumPy dtype, JAX takes it whatever x64 says) for an Arrow
+    integer or floating type, else None."""
+    types = module("pyarrow").types
+    if not (types.is_integer(t) or types.is_floating(t)):
+        return None
+    n = t.bit_width // 8
+    kind = "f" if types.is_floating(t) else "i" if types.is_signed_integer(t) else "u"
+    ts = f"{'|' if n == 1 else '<'}{kind}{n}"
+    return ts, n, module("numpy").dtype(ts), ts in _NARROW
 
 
-def _arrow_kind(t: Any) -> tuple[str, int, Any, bool] | None:
-    k = _ARROW.get(t.id, 0)
-    if k == 0:
-        types = module("pyarrow").types
-        k = None
-        if types.is_integer(t) or types.is_floating(t):
-            n = t.bit_width // 8
-            kind = "f" if types.is_floating(t) else "i" if types.is_signed_integer(t) else "u"
-            ts = f"{'|' if n == 1 else '<'}{kind}{n}"
-            k = (ts, n, module("numpy").dtype(ts), ts in _NARROW)
-        _ARROW[t.id] = k
-    return k
+_arrow_kind = memo_by(ARROW_TYPE_ID, _arrow_kind_of)
 
 
 def _carrier(nbytes: int) -> Any:
@@ -286,14 +284,14 @@ def _arrow_to_jax_fast() -> Any:
     from_dlpack = module("jax").dlpack.from_dlpack
     frombuffer = module("numpy").frombuffer
     chunked = module("pyarrow").ChunkedArray
-    arrow, carriers = _ARROW, _CARRIERS
+    carriers = _CARRIERS
 
     def fast(x: Any) -> Any:
         if type(x) is chunked:  # a table column: its one chunk
             if x.num_chunks != 1:
                 raise left_to_check()
             x = x.chunk(0)
-        k = arrow.get(x.type.id) or _arrow_kind(x.type)
+        k = _arrow_kind(x.type)
         if k is not None and k[3] and not x.null_count:
             n = k[1]
             nbytes = len(x) * n

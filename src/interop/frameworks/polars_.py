@@ -17,6 +17,7 @@ from .base import (
     Edge,
     NeedsCopy,
     memo,
+    memo_by,
     module,
     series_check,
     series_fast,
@@ -32,19 +33,15 @@ def _is_value(x: Any) -> bool:
 
 _VIEWABLE = frozenset({"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
                        "Float16", "Float32", "Float64", "Datetime", "Duration"})
-_KINDS: dict[type, str] = {}
-"""polars dtype class -> "n" (a NumPy view exists), "b" (bit-packed bool), "c" (Date: NumPy's
-datetime64[D] is a converted copy), "x" (no fixed-width NumPy dtype holds it)."""
+def _kind_of(dt: Any) -> str:
+    """"n" (a NumPy view exists), "b" (bit-packed bool), "c" (Date: NumPy's datetime64[D]
+    is a converted copy), "x" (no fixed-width NumPy dtype holds it)."""
+    name = type(dt).__name__
+    return ("n" if name in _VIEWABLE else "b" if name == "Boolean"
+            else "c" if name == "Date" else "x")
 
 
-def _kind(dt: Any) -> str:
-    cls = type(dt)
-    k = _KINDS.get(cls)
-    if k is None:
-        name = cls.__name__
-        k = _KINDS[cls] = ("n" if name in _VIEWABLE else "b" if name == "Boolean"
-                           else "c" if name == "Date" else "x")
-    return k
+_kind = memo_by(type, _kind_of)  # per dtype class: Datetime("us") and Datetime("ns") alike
 
 
 def check(s: Any) -> tuple[str, str] | None:

@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import NullsError
 from ..view import BufferView
 from .base import (
+    ARROW_TYPE_ID,
     COPIES,
     COPY_ROUTE,
     NULLS,
@@ -17,6 +18,7 @@ from .base import (
     NeedsCopy,
     left_to_check,
     memo,
+    memo_by,
     module,
     series_check,
     series_fast,
@@ -36,20 +38,16 @@ def describe(x: Any) -> str:
     return f"pyarrow {type(x).__name__}<{x.type}> of length {len(x)}"
 
 
-_KINDS: dict[int, str] = {}
-"""Arrow type id -> "n" (a NumPy view exists), "b" (bit-packed bool), "c" (a date: NumPy's
-datetime64 needs a conversion, so a copy), "x" (no fixed-width NumPy dtype holds it)."""
-
-
-def _kind(t: Any) -> str:
-    k = _KINDS.get(t.id)
-    if k is None:
-        types = sys.modules["pyarrow"].types
-        k = _KINDS[t.id] = (
-            "n" if (types.is_integer(t) or types.is_floating(t) or types.is_timestamp(t)
+def _kind_of(t: Any) -> str:
+    """"n" (a NumPy view exists), "b" (bit-packed bool), "c" (a date: NumPy's datetime64
+    needs a conversion, so a copy), "x" (no fixed-width NumPy dtype holds it)."""
+    types = sys.modules["pyarrow"].types
+    return ("n" if (types.is_integer(t) or types.is_floating(t) or types.is_timestamp(t)
                     or types.is_duration(t))
             else "b" if types.is_boolean(t) else "c" if types.is_date(t) else "x")
-    return k
+
+
+_kind = memo_by(ARROW_TYPE_ID, _kind_of)
 
 
 def _chunk(x: Any) -> Any:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
+from ..memo import ARROW_TYPE_ID, memo_by
 from ..plan import Plan, Step
 
 NULLS_MODES = ("raise", "mask", "fill")
@@ -89,21 +90,16 @@ def is_arrow_array(x: Any) -> bool:
     return pa is not None and isinstance(x, (pa.Array, pa.ChunkedArray))
 
 
-_KINDS: dict[int, str] = {}
-"""Arrow type id -> kind (the kind depends on the id alone, not on units or time zones)."""
-
-
-def _arrow_kind(t: Any) -> str:
+def _arrow_kind_of(t: Any) -> str:
     """``"numeric"``, ``"bool"``, ``"temporal"`` or ``"unsupported"`` for an Arrow type."""
-    k = _KINDS.get(t.id)
-    if k is None:
-        types = _pa().types
-        k = _KINDS[t.id] = (
-            "bool" if types.is_boolean(t)
+    types = _pa().types
+    return ("bool" if types.is_boolean(t)
             else "numeric" if types.is_integer(t) or types.is_floating(t)
             else "temporal" if types.is_temporal(t) and not types.is_interval(t)
             else "unsupported")
-    return k
+
+
+_arrow_kind = memo_by(ARROW_TYPE_ID, _arrow_kind_of)
 
 
 def _temporal_meta(t: Any) -> dict[str, Any]:

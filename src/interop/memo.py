@@ -1,0 +1,51 @@
+"""Memoised verdicts: per value (a dtype, a sharding) or per key of a value (an Arrow type's
+id, a polars dtype's class)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
+
+
+def memo(compute: Callable[[Any], Any], bound: int = 256) -> Callable[[Any], Any]:
+    """``compute`` memoised per argument (a dtype, an Arrow type, a sharding: the few that
+    values share). Unhashable arguments are computed every time; at most ``bound`` kept."""
+    cache: dict[Any, Any] = {}
+
+    def cached(key: Any) -> Any:
+        try:
+            return cache[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable
+            return compute(key)
+        v = compute(key)
+        if len(cache) < bound:
+            cache[key] = v
+        return v
+
+    return cached
+
+
+def memo_by(key: Callable[[Any], Any],
+            compute: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``compute(x)`` memoised per ``key(x)``, for a verdict that depends on a small fixed
+    set of keys only (an Arrow type's id, a polars dtype's class); ``key`` is best a C
+    callable (``operator.attrgetter``, ``type``), as it runs on every call."""
+    cache: dict[Any, Any] = {}
+
+    def cached(x: Any) -> Any:
+        k = key(x)
+        try:
+            return cache[k]
+        except KeyError:
+            v = cache[k] = compute(x)
+            return v
+
+    return cached
+
+
+ARROW_TYPE_ID = attrgetter("id")
+"""The key of :func:`memo_by` for Arrow types: the kind of an Arrow type depends on its id
+alone, not on its unit, time zone or width parameters."""
