@@ -51,15 +51,20 @@ def run_optional_blocks(name: str) -> int:
             m = REQUIRES.fullmatch(before)
             if not m or m.group("name") != name:
                 continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    exec(compile(code, f"{path.name}:{line}", "exec"), ns)
-                except Exception as e:
-                    raise AssertionError(f"{path.name}, block at line {line} failed: "
-                                         f"{type(e).__name__}: {e}") from e
+            _run(path, line, code, ns)
             ran += 1
     return ran
+
+
+def _run(path, line: int, code: str, ns: dict) -> None:
+    """Execute one example block in ``ns``; a failure names the file and the line."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            exec(compile(code, f"{path.name}:{line}", "exec"), ns)
+        except Exception as e:
+            raise AssertionError(f"{path.name}, block at line {line} failed: "
+                                 f"{type(e).__name__}: {e}") from e
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -71,13 +76,7 @@ def test_every_python_example_runs(path):
     for line, code, skipped in found:
         if skipped:
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                exec(compile(code, f"{path.name}:{line}", "exec"), ns)
-            except Exception as e:
-                raise AssertionError(f"{path.name}, block at line {line} failed: "
-                                     f"{type(e).__name__}: {e}") from e
+        _run(path, line, code, ns)
 
 
 def test_skipped_blocks_are_for_gpus_only():
