@@ -105,7 +105,6 @@ NUMPY = {
     "int64": lambda: aligned(np.arange(8), np.int64),
     "datetime64": lambda: aligned(np.arange(8).astype("datetime64[ns]")),
     "bfloat16": lambda: aligned(np.arange(8), ml_dtypes.bfloat16),
-    "masked": lambda: np.ma.masked_array(_f32(), mask=[0, 1, 0, 0, 0, 0, 0, 0]),
     "subclass": lambda: _f32().view(_Sub),  # not NumPy's own: read as a DLPack producer
     "memmap": lambda: _memmap(),
 }
@@ -119,8 +118,6 @@ def _memmap() -> np.memmap:
 
 def _plain_numpy(x: np.ndarray) -> np.ndarray:
     """A plain value of ``type(x)``: the warm call's argument."""
-    if type(x) is np.ma.MaskedArray:
-        return np.ma.masked_array(_f32())
     return _f32().view(type(x))
 
 
@@ -418,12 +415,6 @@ def test_numpy_fast_plan_equals_checked_plan(case, target):
         assert interop.shares_memory(got, x) == interop.shares_memory(want, x)
 
 
-def _expected_values(x, target):
-    if isinstance(x, np.ma.MaskedArray) and target in ("pyarrow", "polars", "pandas"):
-        return x.astype(np.float64).filled(np.nan)  # masked entries become nulls/NaN
-    return np.asarray(x)
-
-
 @pytest.mark.parametrize(("case", "target"), _params(NUMPY, TARGETS))
 def test_numpy_fast_plan_tells_the_truth_about_copies(case, target):
     x = NUMPY[case]()
@@ -436,7 +427,7 @@ def test_numpy_fast_plan_tells_the_truth_about_copies(case, target):
         assert type(err_false) is type(err) and str(err_false) == str(err)
         return
     assert plan.supported, plan
-    np.testing.assert_array_equal(_values(got), _expected_values(x, target))
+    np.testing.assert_array_equal(_values(got), np.asarray(x))
     if not x.size:
         return  # an empty buffer shares nothing, whatever the plan says
     shared = interop.shares_memory(got, x)
@@ -507,11 +498,18 @@ def test_jax_64_bit_types_raise_as_the_checked_plan_does(dtype):
     assert spy.calls == 1  # the fast plan left it to the checked plan
 
 
-def test_masked_array_to_jax_names_the_mask():
-    m = NUMPY["masked"]()
-    _warm(np.ma.masked_array(_f32()), "jax", np.ma.MaskedArray)
-    plan = interop.explain(m, "jax")
-    assert "mask" in " ".join(plan.reasons), plan
+@pytest.mark.parametrize("target", [*TARGETS, "dlpack"])
+def test_a_masked_array_is_refused_before_any_route(target):
+    """Every target would drop or reinterpret the mask (DLPack export included): the registry
+    refuses the source type itself, on every call, and only NumPy takes it as it is."""
+    m = np.ma.masked_array(_f32(), mask=[0, 1, 0, 0, 0, 0, 0, 0])
+    for _ in range(2):  # no plan is cached that would let the second call through
+        with pytest.raises(UnsupportedConversionError, match="lose its mask"):
+            interop.to_framework(m, target)
+    plan = interop.explain(m, target)
+    assert not plan.supported and "mask" in " ".join(plan.reasons), plan
+    assert not interop.can_convert(m, target)
+    assert interop.to_framework(m, "numpy") is m
 
 
 def test_aligned_memmap_to_jax_is_zero_copy():

@@ -189,6 +189,9 @@ class Registry:
             if copy not in (None, True, False):
                 raise InteropError(f"copy must be None, True or False, got {copy!r}")
             adapter = self.adapters[src]
+            why = _refusal(adapter, x, tgt)
+            if why:
+                raise UnsupportedConversionError(f"{src} -> {tgt}: {why}")
             if adapter.convert_table is not None:
                 conv, opts = adapter.convert_table, dict(options or {})
                 fn = lambda x: conv(x, tgt, copy=copy, device=device, **opts)  # noqa: E731
@@ -391,6 +394,9 @@ class Registry:
         src = self.kind(x)
         tgt = self.target(target)
         adapter = self.adapters[src]
+        why = _refusal(adapter, x, tgt)
+        if why:
+            return Plan(src, tgt, (), False, (why,), supported=False, error=UNSUPPORTED)
         if adapter.explain_table is not None:
             return adapter.explain_table(x, tgt, copy=copy, **(options or {}))
         have = adapter.device(x)
@@ -480,6 +486,11 @@ class Registry:
                 return None
             arr = e.convert(arr)
         return None
+
+
+def _refusal(adapter: Adapter, x: Any, tgt: str) -> str | None:
+    """Why ``x`` goes to no framework but its own (:attr:`Adapter.refuse`), or ``None``."""
+    return adapter.refuse(x) if adapter.refuse is not None and tgt != adapter.name else None
 
 
 def _sample(x: Any) -> Any:

@@ -136,6 +136,9 @@ class Adapter:
     """Values of one type may belong to this adapter or not (raw capsules): no type cache."""
     consumable: bool = False
     """Converting a value uses it up (a capsule); ``preview`` gives a NumPy view to inspect."""
+    refuse: Callable[[Any], str | None] | None = None
+    """Why a value of this type goes to no other framework, whatever the route (a NumPy
+    masked array would lose its mask); ``None``: it may. Judged before any plan."""
     preview: Callable[[Any], Any] | None = None
     export_cai: Callable[[Any], Any] | None = None
     """A device value to an object with ``__cuda_array_interface__`` (GPU only)."""
@@ -163,14 +166,6 @@ def module(name: str) -> Any:
     """The framework module ``name``, imported on first use (later calls: a dict lookup)."""
     m = sys.modules.get(name)
     return m if m is not None else importlib.import_module(name)
-
-
-def masked(a: Any) -> tuple[str, str] | None:
-    """The verdict on a NumPy masked array (``None`` for any other array): every target
-    would drop or reinterpret its mask."""
-    if type(a).__name__ == "MaskedArray":
-        return UNSUPPORTED, "a NumPy masked array would lose its mask: call .filled(value) first"
-    return None
 
 
 def left_to_check() -> NeedsCopy:
@@ -215,8 +210,6 @@ def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | Non
     target that needs dense, aligned buffers (other arrays then take the copy route).
     """
     def check(a: Any) -> tuple[str, str] | None:
-        if masked(a):
-            return masked(a)
         if a.ndim != 1:
             return UNSUPPORTED, (f"a {what} is one-dimensional; the array has shape {a.shape} "
                                  "(reshape it, or convert a table column by column)")

@@ -25,7 +25,6 @@ from .base import (
     Edge,
     NeedsCopy,
     left_to_check,
-    masked,
     memo,
     memo_by,
     module,
@@ -124,7 +123,7 @@ def _np_to_jax_check(a: Any) -> tuple[str, str] | None:
     c = _np_dtype(a.dtype)
     if c is _NARROW_OK and type(a).__name__ == "ndarray" and ready(a, 64):
         return None  # the fast path: a pointer check
-    if type(c) is tuple and not masked(a):  # a verdict on the dtype (COPIES)
+    if type(c) is tuple:  # a verdict on the dtype (COPIES)
         return c
     return _numpy_check(a, _FROM_NUMPY)
 

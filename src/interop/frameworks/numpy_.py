@@ -8,7 +8,7 @@ from ctypes import c_char as _c_char
 from typing import Any
 
 from ..protocols import array_interface, dlpack
-from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, masked, view_obstacle
+from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, view_obstacle
 
 # Type strings NumPy itself exports and imports over DLPack.
 DLPACK_DTYPES = frozenset({
@@ -46,8 +46,6 @@ def ready(a: Any, alignment: int = 1) -> bool:
 
 def _check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     """Why ``x`` cannot go to a DLPack consumer with ``rules`` as it is (fast path first)."""
-    if masked(x):
-        return masked(x)
     ts = dlpack.typestr_of(x.dtype)
     if ts not in DLPACK_DTYPES:
         return UNSUPPORTED, f"NumPy cannot export dtype {x.dtype} over DLPack"
@@ -77,6 +75,12 @@ def from_dlpack(producer: Any) -> Any:
         return dlpack.to_numpy(dlpack.export(producer))
 
 
+def _refuse(x: Any) -> str | None:
+    if type(x).__name__ == "MaskedArray":
+        return "a NumPy masked array would lose its mask: call .filled(value) first"
+    return None
+
+
 ADAPTER = Adapter(
     name="numpy",
     aliases=("np", "ndarray"),
@@ -91,4 +95,5 @@ ADAPTER = Adapter(
     dlpack_check=_check,
     from_dlpack=from_dlpack,
     dlpack_call="numpy.from_dlpack",
+    refuse=_refuse,
 )

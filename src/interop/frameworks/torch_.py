@@ -16,7 +16,6 @@ from .base import (
     ConsumerRules,
     Edge,
     NeedsCopy,
-    masked,
     module,
     readonly_source,
 )
@@ -125,8 +124,6 @@ def _readonly_hazard(x: Any) -> str | None:
 # ---- numpy <-> torch fast paths -----------------------------------------------------
 
 def _np_check(a: Any) -> tuple[str, str] | None:
-    if masked(a):
-        return masked(a)
     if a.dtype.type.__module__ == "ml_dtypes":  # bfloat16/float8: strides checked below
         ts = dlpack.typestr_of(a.dtype)
         if ts not in _tables()[1]:
@@ -148,7 +145,7 @@ def _np_check(a: Any) -> tuple[str, str] | None:
 def _from_numpy_checked(a: Any) -> Any:
     """``torch.from_numpy`` first (it validates dtype, byte order and strides itself, and
     raises rather than crashes); only what it refuses goes through :func:`_np_check`."""
-    if a.flags.aligned and not masked(a):  # misaligned: the check decides
+    if a.flags.aligned:  # misaligned: the check decides (strided and misaligned: a copy)
         try:
             return module("torch").from_numpy(a)
         except (TypeError, ValueError):
