@@ -281,9 +281,7 @@ def _arrow_to_jax(x: Any) -> Any:
 
 def _arrow_to_jax_fast() -> Any:
     from_dlpack = module("jax").dlpack.from_dlpack
-    frombuffer = module("numpy").frombuffer
     chunked = module("pyarrow").ChunkedArray
-    carriers = _CARRIERS
 
     def fast(x: Any) -> Any:
         if type(x) is chunked:  # a table column: its one chunk
@@ -291,15 +289,9 @@ def _arrow_to_jax_fast() -> Any:
                 raise left_to_check()
             x = x.chunk(0)
         k = _arrow_kind(x.type)
-        if k is not None and k[3] and not x.null_count:
-            n = k[1]
-            nbytes = len(x) * n
-            carrier = carriers.get(nbytes) or _carrier(nbytes)
-            if carrier is not None and nbytes:
-                buf = carrier.from_address(x.buffers()[1].address + x.offset * n)
-                buf.owner = x  # the alias keeps the Arrow memory alive
-                # XLA aliases a 64-byte aligned buffer and copies any other (copy=None)
-                return from_dlpack(frombuffer(buf, k[2]))
+        if k is not None and k[3] and not x.null_count and len(x):
+            # XLA aliases a 64-byte aligned buffer and copies any other (copy=None)
+            return from_dlpack(_arrow_values(x, k))
         raise left_to_check()
 
     return fast
