@@ -4,7 +4,12 @@ Every CPU pair the registry can convert zero-copy is timed against the native ca
 user would write for it, interleaved in the same run (``benchmarks.interleaved``). For
 pairs with several native spellings, each is tried and the fastest that works zero-copy is
 the baseline. Results are per call, in microseconds: medians, quartiles, overhead and ratio.
-Pairs whose native call takes over 5 us get five times the samples: the bar is absolute.
+
+Samples are short (about 0.3 ms each) and many: this machine's noise comes in bursts of
+milliseconds, so a long sample mixes quiet and noisy stretches, while short paired samples
+mostly see one of them. Pairs whose native call takes over 5 us get five times the samples
+(the bar is absolute). An A/A control times the noisiest native call against itself: its
+paired overhead is the resolution of the method, and should be near zero.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from . import aligned_empty, interleaved, summary, timer
 
 FRAMEWORKS = ("numpy", "torch", "jax", "pyarrow", "pandas", "polars")
 SLOW_CALL_S, SLOW_FACTOR = 5e-6, 5  # native calls slower than this get 5x the samples
+SAMPLE_S, REPEAT = 3e-4, 601  # seconds per sample, samples per pair
 N_ELEMENTS = 1024  # float32, 4 KiB: the size does not matter (zero-copy), see sizes.py
 
 # Native spellings, fastest first is not assumed: every candidate is timed and the best kept.
@@ -135,7 +141,7 @@ def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict
     import interop
 
     values = make_values()
-    repeat, target = (5, 0.002) if quick else (61, 0.003)
+    repeat, target = (5, 0.002) if quick else (REPEAT, SAMPLE_S)
     if pairs is None:
         pairs = [(s, t) for s in FRAMEWORKS for t in FRAMEWORKS if s != t]
     rows = []
@@ -188,8 +194,22 @@ def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict
             "ratio": s_i["median"] / s_n["median"],
         })
         rows.append(row)
+    timed = [r for r in rows if "native_us" in r]
+    slowest = max(timed, key=lambda r: r["native_us"]["median"], default=None)
     return {"n_elements": N_ELEMENTS, "dtype": "float32", "pairs": rows,
-            "floor": _floor(values["numpy"], repeat, target)}
+            "floor": _floor(values["numpy"], repeat, target),
+            "control": slowest and _control(slowest, values[slowest["source"]])}
+
+
+def _control(row: dict[str, Any], x: Any) -> dict[str, Any]:
+    """A/A: ``row``'s native call against itself, sampled as ``run`` sampled the pair; its
+    paired overhead is what the method reports when there is nothing to find."""
+    env = _env(x)
+    timers = {"a": timer(row["native"], env), "b": timer(row["native"], env)}
+    samples = interleaved(timers, row["number"], row["repeat"])
+    diffs = [a - b for a, b in zip(samples["a"], samples["b"])]
+    return {"pair": row["pair"], "native": row["native"], "repeat": row["repeat"],
+            "overhead_paired_us": summary(diffs)}
 
 
 def _floor(a: Any, repeat: int, target: float) -> dict[str, Any]:

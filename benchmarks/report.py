@@ -72,7 +72,9 @@ def markdown(results: dict[str, Any]) -> str:
                   "interop and the native call are timed in alternating samples, each round in "
                   "the other order (ABBA). The overhead is the median of the per-round "
                   "differences (paired), which cancels the drift between rounds; the "
-                  "difference of the two medians is shown beside it.", "",
+                  "difference of the two medians is shown beside it. Samples are short "
+                  "(about 0.3 ms) and many, since the noise here comes in bursts longer "
+                  "than that.", "",
                   "| pair | interop us | native us | overhead us (paired) [q1-q3] | "
                   "difference of medians | ratio | native call | "
                   "zero-copy (interop/native) |", "|---|---|---|---|---|---|---|---|"]
@@ -94,6 +96,13 @@ def markdown(results: dict[str, Any]) -> str:
                       f"interop's, then the call) costs {f['overhead_us']:+.2f} us over "
                       f"`torch.from_numpy` here: that much of any overhead is unavoidable "
                       f"in Python."]
+        c = d.get("control")
+        if c:
+            o = c["overhead_paired_us"]
+            lines += ["", f"Control (A/A): the slowest native call, `{c['native']}` "
+                      f"({c['pair']}), timed against itself the same way, {c['repeat']} "
+                      f"samples: {o['median']:+.2f} us paired [{o['q1']:+.2f}-{o['q3']:+.2f}], "
+                      f"what the method reports when there is no overhead to find."]
     s = results.get("sizes")
     if s and "pairs" in s:
         lines += ["", "## 2. Size sweep (interop median us; memcpy = np.copyto of the same bytes)",

@@ -38,6 +38,9 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     for p in pairs:
         if "skipped" not in p:
             assert {"interop_us", "native_us", "overhead_us", "ratio", "native"} <= set(p)
+    control = data["dispatch"]["control"]  # A/A: the slowest native call against itself
+    assert control["pair"] in {p["pair"] for p in pairs}
+    assert "Control (A/A)" in (tmp_path / "smoke.md").read_text()
     assert set(data["sizes"]["pairs"]) >= {"numpy->torch", "numpy->jax", "torch->numpy"}
     assert data["sizes"]["memcpy"]["rows"]
     assert "per_column_us" in data["tables"]
