@@ -28,22 +28,26 @@ def to_framework(x: Any, target: str, *, device: str | None = None, copy: bool |
     buffer. ``device=None`` keeps the data where it is; ``stream`` orders GPU work.
     ``options`` (``nulls=``, ``fill_value=``, ``columns=``) apply to tables and dataframes.
     """
-    if stream is None and not options:
+    if device is None and copy is None and stream is None and not options:
         try:
-            if device is None and copy is None:
-                fn = _FAST[target].get(type(x))
-            else:
-                fn = _PLANS.get((type(x), target, device, copy))
-        except (KeyError, TypeError):  # a new target, or an unhashable argument (named below)
-            fn = None
-        if fn is not None:
+            fast = _FAST[target][type(x)]
+        except (KeyError, TypeError):  # a first call, or an unhashable target (named below)
+            pass
+        else:
             try:
-                return fn(x)
+                return fast(x)
             except Exception:  # a fast step left this value to the checked plan (NeedsCopy),
                 # or its framework call refused it: the checked plan converts or says why
-                fn = _PLANS.get((type(x), target, device, copy))
+                fn = _PLANS.get((type(x), target, None, None))  # (None: cleared meanwhile)
                 if fn is not None:
                     return fn(x)
+    elif stream is None and not options:
+        try:
+            fn = _PLANS.get((type(x), target, device, copy))
+        except TypeError:  # an unhashable argument, named by the runner
+            fn = None
+        if fn is not None:
+            return fn(x)
     return REGISTRY.runner(x, target, device, copy, stream, options)(x)
 
 

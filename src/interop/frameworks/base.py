@@ -173,6 +173,14 @@ def left_to_check() -> NeedsCopy:
     return NeedsCopy(COPY_ROUTE, "not a value for the fast step: the checked plan decides")
 
 
+def yields_ndarray(step: Callable[[Any], Any], *, writable: bool) -> Callable[[Any], Any]:
+    """Mark fast step ``step`` as returning only ``numpy.ndarray`` values (never a subclass)
+    that are all writable, or all read-only: a NumPy-side fast step fused after it (taking it
+    as ``before``) need not test those again."""
+    step.ndarray_writable = writable  # type: ignore[attr-defined]
+    return step
+
+
 def series_fast(chars: Iterable[str], make: Callable[[], Callable[[Any], Any]],
                 dense: bool) -> Callable[[], Callable[[Any], Any]]:
     """The :attr:`Edge.fast` (taking ``before``) of a NumPy -> column edge checked by

@@ -185,6 +185,24 @@ def _np_to_jax_fast(before: Any = None) -> Any:
     ok = frozenset(dt for dt in (np.dtype(c) for c in np.typecodes["All"] if c not in "OSUVMm")
                    if _np_dtype(dt) is _NARROW_OK)
 
+    known = getattr(before, "ndarray_writable", None)  # what ``before`` returns, if known
+    if known is False:  # read-only NumPy arrays (a pandas or polars view)
+        def fast_ro(x: Any) -> Any:
+            a = before(x)
+            if a.dtype in ok:
+                return device_put(a, cpu, may_alias=True)
+            raise left_to_check()
+
+        return fast_ro
+    if known:  # writable NumPy arrays (torch's)
+        def fast_rw(x: Any) -> Any:
+            a = before(x)
+            if a.dtype in ok and a.flags.c_contiguous:
+                return from_dlpack(a)
+            raise left_to_check()
+
+        return fast_rw
+
     def fast(a: Any) -> Any:
         if before is not None:
             a = before(a)

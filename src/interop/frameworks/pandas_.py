@@ -15,10 +15,12 @@ from .base import (
     Adapter,
     Edge,
     NeedsCopy,
+    left_to_check,
     memo,
     module,
     series_check,
     series_fast,
+    yields_ndarray,
 )
 
 _NUMERIC = set("?bBhHiIlLqQefdFD")
@@ -84,7 +86,8 @@ def _to_numpy_fast() -> Any:
     """The ``copy=None`` step: ``Series.to_numpy()`` first, then the result tells. A read-only
     view, of a plain numeric dtype, of a writable array is the copy-on-write view of
     NumPy-backed values, which the checked step returns too; anything else (categorical,
-    masked, Arrow-backed, tz-aware, strings) goes to the eafp converter."""
+    masked, Arrow-backed, tz-aware, strings) goes to the checked plan. Its results are
+    read-only NumPy arrays."""
     np = _np()
     plain, ndarray = frozenset(np.dtype(c) for c in _NUMERIC), np.ndarray
 
@@ -94,9 +97,9 @@ def _to_numpy_fast() -> Any:
             base = a.base  # NumPy-backed: a read-only view of pandas' own writable array
             if type(base) is ndarray and base.flags.writeable:
                 return a
-        return _to_numpy_view(s)
+        raise left_to_check()
 
-    return fast
+    return yields_ndarray(fast, writable=False)
 
 
 def to_numpy(s: Any) -> Any:

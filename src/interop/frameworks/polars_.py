@@ -21,6 +21,7 @@ from .base import (
     module,
     series_check,
     series_fast,
+    yields_ndarray,
 )
 
 _POLARS_NUMERIC = set("bBhHiIlLqQefd")
@@ -77,6 +78,13 @@ def _to_numpy_view(s: Any) -> Any:
                                               f"without a copy ({err})")))
 
 
+def _to_numpy_fast() -> Any:
+    """The ``copy=None`` step: ``Series.to_numpy(allow_copy=False)``, which raises where it
+    would copy (the checked step then decides). Its results are read-only NumPy views."""
+    return yields_ndarray(partial(module("polars").Series.to_numpy, allow_copy=False),
+                          writable=False)
+
+
 def to_numpy(s: Any) -> Any:
     """The Series as NumPy, copying if it must; nulls only for floating types (NaN)."""
     verdict = check(s)
@@ -122,7 +130,7 @@ def _series_call() -> Any:
 def _edges() -> list[Edge]:
     return [
         Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", _to_numpy_view,
-             check=check, eafp=True),
+             check=check, eafp=True, fast=_to_numpy_fast),
         Edge("numpy", "polars", "polars.Series", _from_numpy, check=_np_check,
              fast=series_fast(_POLARS_NUMERIC, _series_call, dense=True)),
     ]
