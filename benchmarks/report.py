@@ -249,7 +249,7 @@ def write_docs(results: dict[str, Any], docs: Path, results_dir: Path, machine: 
     body = markdown(results).replace("\n#", "\n##").replace("# interop benchmarks", "## Run")
     lines = ["# Performance", "",
              f"Written by `.venv/bin/{results['meta']['command']}` (the full run, about "
-             "a minute and a half here; `--quick` for a smoke run, which leaves this page "
+             "a minute here; `--quick` for a smoke run, which leaves this page "
              "alone). Raw data: "
              f"`{rel / (machine + '.json')}`. Timings on this shared 2-core machine are noisy: "
              "compare the ratios and paired differences, not absolute times.", "", body]
