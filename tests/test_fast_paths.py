@@ -140,3 +140,32 @@ def test_arrow_to_jax_emits_no_deprecation_warning():
     assert j.unsafe_buffer_pointer() == x.buffers()[1].address
     a[4] = 3.0  # the Arrow array and the JAX array read the one buffer
     assert float(j[4]) == 3.0 and x[4].as_py() == 3.0
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_ml_dtypes_reach_jax_in_place(name):
+    """NumPy cannot export bfloat16/float8 over DLPack, but ``jax.device_put`` aliases a
+    compact, 64-byte aligned buffer of them: zero-copy, from NumPy and from torch (whose
+    bfloat16 users meet this most), read-only too; any other layout is a recorded copy."""
+    from helpers import aligned
+
+    dt = np.dtype(getattr(ml_dtypes, name))
+    a = aligned(np.arange(64).astype(dt))
+    ro = aligned(np.arange(64).astype(dt))
+    ro.flags.writeable = False
+    t = torch.from_numpy(aligned(np.arange(64).astype(dt)).view(np.uint8)).view(
+        getattr(torch, name))
+    for x, ptr in ((a, a.ctypes.data), (ro, ro.ctypes.data), (t, t.data_ptr())):
+        assert interop.explain(x, "jax").zero_copy, x
+        for copy in (None, None, False):  # the first call plans, the second is the fast plan
+            j = interop.to_framework(x, "jax", copy=copy)
+            assert j.dtype == dt and j.unsafe_buffer_pointer() == ptr
+        assert not interop.shares_memory(interop.to_framework(x, "jax", copy=True), x)
+    a[5] = 3.0  # the same memory: a write through the source is seen by JAX
+    assert float(interop.to_framework(a, "jax")[5]) == 3.0
+    misaligned = aligned(np.zeros(65 * dt.itemsize, np.uint8))[dt.itemsize:].view(dt)
+    assert not interop.explain(misaligned, "jax").zero_copy
+    with pytest.raises(ZeroCopyError, match="64-byte aligned"):
+        interop.to_framework(misaligned, "jax", copy=False)
+    got = interop.to_framework(misaligned, "jax")
+    assert not interop.shares_memory(got, misaligned) and got.dtype == dt

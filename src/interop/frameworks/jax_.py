@@ -104,13 +104,13 @@ def _immutable_hazard(x: Any) -> str | None:
     return None
 
 
-_NARROW_OK, _WIDE_DT = "ok", "wide"
+_NARROW_OK, _WIDE_DT, _ML_DT = "ok", "wide", "ml"
 
 
 def _np_dtype_class(dt: Any) -> Any:
     ts = dlpack.typestr_of(dt)
-    if ts in _ML:
-        return COPIES, f"NumPy cannot export {ts} over DLPack; jax.numpy.asarray copies it"
+    if ts in _ML:  # NumPy cannot export these over DLPack: jax.device_put aliases them
+        return _ML_DT
     if ts in _NARROW and dt.isnative and ts in DLPACK_DTYPES:
         return _NARROW_OK
     return _WIDE_DT if ts in _WIDE and dt.isnative else None
@@ -125,7 +125,7 @@ def _np_to_jax_check(a: Any) -> tuple[str, str] | None:
         return None  # the fast path: a pointer check
     if type(c) is tuple:  # a verdict on the dtype (COPIES)
         return c
-    return _numpy_check(a, _FROM_NUMPY)
+    return _numpy_check(a, _FROM_NUMPY, dlpack_dtype=c is not _ML_DT)
 
 
 class _Alias:
@@ -147,10 +147,16 @@ def _writable_alias(a: Any, ai: dict | None = None) -> Any:
     return module("numpy").asarray(_Alias(ai, a))
 
 
+def _host() -> Any:
+    """Where host arrays go: JAX's default device, unless a GPU backend is the default."""
+    jax = module("jax")
+    return None if jax.default_backend() == "cpu" else jax.devices("cpu")[0]
+
+
 def _np_to_jax(a: Any) -> Any:
     jax = module("jax")
-    if dlpack.typestr_of(a.dtype) in _ML:
-        return jax.numpy.asarray(a)
+    if _np_dtype(a.dtype) is _ML_DT:  # in place when compact and 64-byte aligned (checked)
+        return jax.device_put(a, _host(), may_alias=True)
     if not a.flags.writeable:
         a = _writable_alias(a)
     return jax.dlpack.from_dlpack(a)
@@ -180,8 +186,7 @@ def _np_to_jax_fast(before: Any = None) -> Any:
     export as legacy DLPack. ``explain`` still reads the pointer and says which it is."""
     np, jax = module("numpy"), module("jax")
     from_dlpack, device_put, ndarray = jax.dlpack.from_dlpack, jax.device_put, np.ndarray
-    # host arrays stay on the host: the default device, unless a GPU backend is the default
-    cpu = None if jax.default_backend() == "cpu" else jax.devices("cpu")[0]
+    cpu = _host()
     ok = frozenset(dt for dt in (np.dtype(c) for c in np.typecodes["All"] if c not in "OSUVMm")
                    if _np_dtype(dt) is _NARROW_OK)
 
@@ -354,7 +359,8 @@ def _to_device(arr: Any, index: int) -> Any:
 
 def _edges() -> list[Edge]:
     return [
-        Edge("numpy", "jax", "jax.dlpack.from_dlpack", _np_to_jax_checked,
+        Edge("numpy", "jax", "jax.dlpack.from_dlpack, or jax.device_put for bfloat16/float8",
+             _np_to_jax_checked,
              check=_np_to_jax_check, hazard=_immutable_hazard, eafp=True, fast=_np_to_jax_fast),
         Edge("pyarrow", "jax", "jax.dlpack.from_dlpack (a NumPy alias of the Arrow values)",
              _arrow_to_jax, check=_arrow_check, fast=_arrow_to_jax_fast, cost=1.5),

@@ -44,10 +44,12 @@ def ready(a: Any, alignment: int = 1) -> bool:
         alignment == 1 or not a.size or _address(a) % alignment == 0)
 
 
-def _check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
-    """Why ``x`` cannot go to a DLPack consumer with ``rules`` as it is (fast path first)."""
+def _check(x: Any, rules: ConsumerRules, dlpack_dtype: bool = True) -> tuple[str, str] | None:
+    """Why ``x`` cannot go to a DLPack consumer with ``rules`` as it is (fast path first);
+    ``dlpack_dtype=False`` for a consumer that takes the buffer by other means, so NumPy's
+    DLPack dtypes do not bound it."""
     ts = dlpack.typestr_of(x.dtype)
-    if ts not in DLPACK_DTYPES:
+    if dlpack_dtype and ts not in DLPACK_DTYPES:
         return UNSUPPORTED, f"NumPy cannot export dtype {x.dtype} over DLPack"
     why = dlpack.byte_order_obstacle(x.dtype)
     if why:
