@@ -105,6 +105,10 @@ NUMPY = {
     "int64": lambda: aligned(np.arange(8), np.int64),
     "datetime64": lambda: aligned(np.arange(8).astype("datetime64[ns]")),
     "bfloat16": lambda: aligned(np.arange(8), ml_dtypes.bfloat16),
+    "readonly-bfloat16": lambda: _readonly(aligned(np.arange(8), ml_dtypes.bfloat16)),
+    "bfloat16-misaligned-64": lambda: _misaligned(8, 16, ml_dtypes.bfloat16),
+    "bfloat16-transposed": lambda: aligned(np.arange(12), ml_dtypes.bfloat16).reshape(3, 4).T,
+    "float8": lambda: aligned(np.arange(8), ml_dtypes.float8_e4m3fn),
     "subclass": lambda: _f32().view(_Sub),  # not NumPy's own: read as a DLPack producer
     "memmap": lambda: _memmap(),
 }
@@ -176,6 +180,9 @@ OTHERS = {
         "int64": (_backed(torch.from_numpy, dtype=np.int64), lambda: torch.zeros(4)),
         "bfloat16": (_backed(lambda a: torch.from_numpy(a.view(np.int16)).view(torch.bfloat16),
                              dtype=ml_dtypes.bfloat16), lambda: torch.zeros(4)),
+        "bfloat16-transposed": (_backed(lambda a: torch.from_numpy(a.view(np.int16)).view(
+            torch.bfloat16).reshape(3, 4).T, 12, dtype=ml_dtypes.bfloat16),
+            lambda: torch.zeros(4)),
         "requires-grad": (_alone(lambda: torch.arange(8.0, requires_grad=True)),
                           lambda: torch.zeros(4)),
         "conj": (_alone(lambda: torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64).conj()),
@@ -274,6 +281,8 @@ def _values(v) -> np.ndarray:
         t = v.detach().resolve_conj().resolve_neg()
         if t.dtype == torch.bfloat16:
             return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        if t.dtype == torch.float8_e4m3fn:
+            return t.view(torch.uint8).numpy().view(ml_dtypes.float8_e4m3fn)
         return t.numpy()
     if isinstance(v, pa.Array | pa.ChunkedArray):
         return v.to_numpy(zero_copy_only=False)

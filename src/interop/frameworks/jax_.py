@@ -147,6 +147,13 @@ def _writable_alias(a: Any, ai: dict | None = None) -> Any:
     return module("numpy").asarray(_Alias(ai, a))
 
 
+def _ml_dtype(name: str) -> Any:
+    """The NumPy dtype of ``ml_dtypes.<name>``, or None (not installed, or an older one)."""
+    ml_dtypes = sys.modules.get("ml_dtypes")  # JAX imports it
+    t = getattr(ml_dtypes, name, None)
+    return None if t is None else module("numpy").dtype(t)
+
+
 def _host() -> Any:
     """Where host arrays go: JAX's default device, unless a GPU backend is the default."""
     jax = module("jax")
@@ -183,12 +190,19 @@ def _np_to_jax_fast(before: Any = None) -> Any:
     """The ``copy=None`` step: no pointer read (it slows JAX's own call by 1-2 us) since XLA
     copies a misaligned buffer itself, which ``copy=None`` allows and which takes half the
     time of interop's copy route; ``device_put`` for read-only arrays, which NumPy will not
-    export as legacy DLPack. ``explain`` still reads the pointer and says which it is."""
+    export as legacy DLPack, and for bfloat16/float8, which it cannot export at all.
+    ``explain`` still reads the pointer and says which it is."""
     np, jax = module("numpy"), module("jax")
     from_dlpack, device_put, ndarray = jax.dlpack.from_dlpack, jax.device_put, np.ndarray
     cpu = _host()
     ok = frozenset(dt for dt in (np.dtype(c) for c in np.typecodes["All"] if c not in "OSUVMm")
                    if _np_dtype(dt) is _NARROW_OK)
+    ml = frozenset(dt for dt in map(_ml_dtype, _ML) if dt is not None)  # device_put takes them
+
+    def other(a: Any) -> Any:  # a dtype outside ``ok``: bfloat16/float8 in place, if compact
+        if a.dtype in ml and a.flags.c_contiguous and type(a) is ndarray:
+            return device_put(a, cpu, may_alias=True)
+        raise left_to_check()
 
     known = getattr(before, "ndarray_writable", None)  # what ``before`` returns, if known
     if known is False:  # read-only NumPy arrays (a pandas or polars view)
@@ -196,15 +210,17 @@ def _np_to_jax_fast(before: Any = None) -> Any:
             a = before(x)
             if a.dtype in ok:
                 return device_put(a, cpu, may_alias=True)
-            raise left_to_check()
+            return other(a)
 
         return fast_ro
     if known:  # writable NumPy arrays (torch's)
         def fast_rw(x: Any) -> Any:
             a = before(x)
-            if a.dtype in ok and a.flags.c_contiguous:
-                return from_dlpack(a)
-            raise left_to_check()
+            if a.dtype in ok:
+                if a.flags.c_contiguous:
+                    return from_dlpack(a)
+                raise left_to_check()
+            return other(a)
 
         return fast_rw
 
@@ -217,7 +233,8 @@ def _np_to_jax_fast(before: Any = None) -> Any:
                 return device_put(a, cpu, may_alias=True)
             if flags.c_contiguous:  # column-major, XLA would alias with a layout of its own
                 return from_dlpack(a)
-        raise left_to_check()
+            raise left_to_check()
+        return other(a)
 
     return fast
 
