@@ -173,11 +173,13 @@ def left_to_check() -> NeedsCopy:
     return NeedsCopy(COPY_ROUTE, "not a value for the fast step: the checked plan decides")
 
 
-def yields_ndarray(step: Callable[[Any], Any], *, writable: bool) -> Callable[[Any], Any]:
+def yields_ndarray(step: Callable[[Any], Any], *, writable: bool,
+                   ndim: int | None = None) -> Callable[[Any], Any]:
     """Mark fast step ``step`` as returning only ``numpy.ndarray`` values (never a subclass)
-    that are all writable, or all read-only: a NumPy-side fast step fused after it (taking it
-    as ``before``) need not test those again."""
+    that are all writable, or all read-only, and all of ``ndim`` dimensions if given: a
+    NumPy-side fast step fused after it (taking it as ``before``) need not test those again."""
     step.ndarray_writable = writable  # type: ignore[attr-defined]
+    step.ndarray_ndim = ndim  # type: ignore[attr-defined]
     return step
 
 
@@ -204,6 +206,19 @@ def series_fast(chars: Iterable[str], make: Callable[[], Callable[[Any], Any]],
                     return call(a)
             raise left_to_check()
 
+        def fast_1d(x: Any) -> Any:  # ``fast`` after a step that hands out 1-D ndarrays only
+            a = before(x)
+            if a.dtype in ok:
+                if not dense:
+                    return call(a)
+                flags = a.flags
+                if flags.c_contiguous and flags.aligned and (
+                        len(a) > 1 or a.strides[0] == a.itemsize):
+                    return call(a)
+            raise left_to_check()
+
+        if getattr(before, "ndarray_ndim", None) == 1:
+            return fast_1d
         return fast
 
     return factory

@@ -99,7 +99,7 @@ def _to_numpy_fast() -> Any:
                 return a
         raise left_to_check()
 
-    return yields_ndarray(fast, writable=False)
+    return yields_ndarray(fast, writable=False, ndim=1)
 
 
 def to_numpy(s: Any) -> Any:

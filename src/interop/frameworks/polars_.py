@@ -82,7 +82,7 @@ def _to_numpy_fast() -> Any:
     """The ``copy=None`` step: ``Series.to_numpy(allow_copy=False)``, which raises where it
     would copy (the checked step then decides). Its results are read-only NumPy views."""
     return yields_ndarray(partial(module("polars").Series.to_numpy, allow_copy=False),
-                          writable=False)
+                          writable=False, ndim=1)
 
 
 def to_numpy(s: Any) -> Any:

@@ -22,6 +22,7 @@ from .base import (
     module,
     series_check,
     series_fast,
+    yields_ndarray,
 )
 
 # NumPy type strings pyarrow stores as plain fixed-width buffers.
@@ -90,7 +91,8 @@ def _to_numpy_view(x: Any) -> Any:
 
 def _to_numpy_fast() -> Any:
     """The fast step: the NumPy view of an Array, or of a ChunkedArray's one chunk (a table
-    column); Arrow raises where it would copy, and the checked plan decides."""
+    column); Arrow raises where it would copy, and the checked plan decides. Its results
+    are read-only 1-D NumPy arrays."""
     chunked = module("pyarrow").ChunkedArray
 
     def fast(x: Any) -> Any:
@@ -100,7 +102,7 @@ def _to_numpy_fast() -> Any:
             x = x.chunk(0)
         return x.to_numpy(zero_copy_only=True)
 
-    return fast
+    return yields_ndarray(fast, writable=False, ndim=1)
 
 
 def to_numpy(x: Any) -> Any:
