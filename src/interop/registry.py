@@ -425,9 +425,8 @@ class Registry:
         v = x
         for i, e in enumerate(edges):
             if e.hazard is not None:
-                h = e.hazard(v)
-                if h:
-                    hazards.append(h)
+                h = e.hazard(v)  # one hazard, or a tuple of them (an edge of two calls)
+                hazards.extend(h if isinstance(h, tuple) else (h,) if h else ())
             verdict = e.check(v) if e.check is not None else None
             if verdict is not None:
                 what, reason = verdict

@@ -44,7 +44,7 @@ class Edge:
     via: str
     convert: Callable[[Any], Any]
     check: Check | None = None
-    hazard: Callable[[Any], str | None] | None = None
+    hazard: Callable[[Any], str | tuple[str, ...] | None] | None = None
     cost: float = 1.0
     eafp: bool = False
     """The converter tries the zero-copy call first and raises ``NeedsCopy`` itself on an
