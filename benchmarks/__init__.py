@@ -37,6 +37,19 @@ def timer(stmt: str | Callable[[], Any], env: dict[str, Any] | None = None) -> t
     return timeit.Timer(stmt, globals=dict(env or {}))
 
 
+def calibrate(t: timeit.Timer, target_s: float) -> int:
+    """Calls per sample so that one sample of ``t`` takes about ``target_s`` seconds."""
+    for _ in range(10):  # the first calls are cold (0.5 ms for a 1 us call, more for JAX)
+        if t.timeit(1) < target_s / 50:
+            break
+    n = 1
+    while True:
+        el = t.timeit(n)
+        if el >= target_s / 5 or n >= 1 << 20:
+            return max(1, int(n * target_s / max(el, 1e-9)))
+        n *= 4
+
+
 def interleaved(timers: dict[str, timeit.Timer], number: int, repeat: int,
                 warmup: int | None = None) -> dict[str, list[float]]:
     """Seconds per call of each timer, ``repeat`` samples of ``number`` calls, interleaved.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from . import aligned_empty, interleaved, summary, timer
+from . import aligned_empty, calibrate, interleaved, summary, timer
 
 FRAMEWORKS = ("numpy", "torch", "jax", "pyarrow", "pandas", "polars")
 SLOW_CALL_S, SLOW_FACTOR = 5e-6, 5  # native calls slower than this get 5x the samples
@@ -125,15 +125,6 @@ def _env(x: Any) -> dict[str, Any]:
             "to_framework": interop.to_framework}
 
 
-def _calibrate(t: Any, target_s: float) -> int:
-    n = 1
-    while True:
-        el = t.timeit(n)
-        if el >= target_s / 5 or n >= 1 << 20:
-            return max(1, int(n * target_s / max(el, 1e-9)))
-        n *= 4
-
-
 def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict[str, Any]:
     """Time every CPU pair; ``{"pairs": [...], "floor": {...}}``."""
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -166,7 +157,7 @@ def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict
                 row.setdefault("native_rejected", []).append(f"{stmt}: {type(e).__name__}")
                 continue
             zc = data_pointer(out) == src_ptr and src_ptr is not None
-            n = _calibrate(t, target / 4)
+            n = calibrate(t, target / 4)
             cost = min(t.repeat(3, n)) / n
             if best is None or (zc, -cost) > (best[1], -best[2]):
                 best = (stmt, zc, cost)
@@ -179,7 +170,7 @@ def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict
         row["native_zero_copy"] = native_zc
         timers = {"interop": timer(f"to_framework(x, {tgt!r})", env),
                   "native": timer(native_stmt, env)}
-        number = _calibrate(timers["native"], target)
+        number = calibrate(timers["native"], target)
         # the bar is absolute (1 us): a call of tens of us (JAX, pandas) drifts by more than
         # that between samples, so it gets more samples for the same resolution
         reps = repeat * SLOW_FACTOR if best[2] > SLOW_CALL_S and not quick else repeat
@@ -228,7 +219,7 @@ def _floor(a: Any, repeat: int, target: float) -> dict[str, Any]:
     env = {"x": a, "minimal": minimal, "torch": torch}
     timers = {"minimal": timer("minimal(x, 'torch')", env),
               "native": timer("torch.from_numpy(x)", env)}
-    number = _calibrate(timers["native"], target)
+    number = calibrate(timers["native"], target)
     s = interleaved(timers, number, repeat)
     m, n = summary(s["minimal"]), summary(s["native"])
     return {"pair": "numpy->torch", "minimal_us": m, "native_us": n,

@@ -36,7 +36,8 @@ def bars(results: dict[str, Any]) -> list[dict[str, Any]]:
         fb = s["flat_bar"]
         ratios = ", ".join(f"{k} {v:.3f}" for k, v in fb["ratios"].items())
         out.append({"bar": f"{fmt_bytes(fb['largest'])} within 10% of {fmt_bytes(fb['smallest'])}",
-                    "value": ratios + ("" if fb["full_range"] else " (quick: not up to 1 GiB)"),
+                    "value": ratios + " (median of the per-round ratios)"
+                    + ("" if fb["full_range"] else " (quick: not up to 1 GiB)"),
                     "pass": fb["pass"]})
     a = results.get("aos_soa")
     if a and "bar" in a:
@@ -106,7 +107,10 @@ def markdown(results: dict[str, Any]) -> str:
     s = results.get("sizes")
     if s and "pairs" in s:
         lines += ["", "## 2. Size sweep (interop median us; memcpy = np.copyto of the same bytes)",
-                  "", "| size | " + " | ".join(s["pairs"]) + " | memcpy us | memcpy GB/s |",
+                  "", "The bar compares the largest size with the smallest by the median of "
+                  "their per-round ratio: they are timed next to each other in every round "
+                  "(short samples, as in section 1).", "",
+                  "| size | " + " | ".join(s["pairs"]) + " | memcpy us | memcpy GB/s |",
                   "|---" * (len(s["pairs"]) + 3) + "|"]
         for k, n in enumerate(s["sizes"]):
             cells = [f"{v['rows'][k]['interop_us']['median']:.2f}" for v in s["pairs"].values()]
