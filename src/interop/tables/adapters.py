@@ -32,7 +32,7 @@ def _mod(name: str) -> Any:
 
 # ---- sources: value -> (label, [(name, column)], pre-steps) --------------------------------
 def _arrow_table(t: Any) -> list[tuple[Any, Any]]:
-    return [(f.name, t.column(i)) for i, f in enumerate(t.schema)]
+    return list(zip(t.schema.names, t.columns))  # (Fields and column_names are slower)
 
 
 def _pandas(df: Any) -> list[tuple[Any, Any]]:

@@ -330,7 +330,11 @@ def _options(options: dict[str, Any]) -> tuple[str, Any, Any]:
 def select(named: list[tuple[Any, Any]], columns: Iterable[Any] | None) -> list[tuple[Any, Any]]:
     """The ``columns=`` selection, in the order asked; unknown names raise."""
     names = [n for n, _ in named]
-    if len(set(map(_key, names))) != len(names):
+    try:
+        unique = len(set(names)) == len(names)
+    except TypeError:  # an unhashable name
+        unique = len(set(map(_key, names))) == len(names)
+    if not unique:
         dup = sorted({repr(n) for n in names if names.count(n) > 1})
         raise InteropError(f"the table has duplicate column names {', '.join(dup)}; a dict "
                            "of columns needs unique names (rename them first)")
