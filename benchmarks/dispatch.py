@@ -22,6 +22,7 @@ from . import aligned_empty, calibrate, interleaved, summary, timer
 FRAMEWORKS = ("numpy", "torch", "jax", "pyarrow", "pandas", "polars")
 SLOW_CALL_S, SLOW_FACTOR = 5e-6, 5  # native calls slower than this get 5x the samples
 SAMPLE_S, REPEAT = 3e-4, 601  # seconds per sample, samples per pair
+CANDIDATE_REPEAT = 41  # samples per native spelling when choosing the fastest
 N_ELEMENTS = 1024  # float32, 4 KiB: the size does not matter (zero-copy), see sizes.py
 
 # Native spellings, fastest first is not assumed: every candidate is timed and the best kept.
@@ -148,19 +149,23 @@ def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict
             "interop_zero_copy": data_pointer(res) == src_ptr and src_ptr is not None,
         }
         # The fastest working native spelling that is zero-copy (or the fastest at all).
-        best = None
+        working: dict[str, Any] = {}  # statement -> (timer, zero-copy)
         for stmt in candidates(src, tgt):
-            t = timer(stmt, env)
             try:
                 out = eval(stmt, dict(env))  # noqa: S307 - our own fixed statements
             except Exception as e:  # a spelling this version does not accept
                 row.setdefault("native_rejected", []).append(f"{stmt}: {type(e).__name__}")
                 continue
-            zc = data_pointer(out) == src_ptr and src_ptr is not None
-            n = calibrate(t, target / 4)
-            cost = min(t.repeat(3, n)) / n
-            if best is None or (zc, -cost) > (best[1], -best[2]):
-                best = (stmt, zc, cost)
+            working[stmt] = (timer(stmt, env), data_pointer(out) == src_ptr and src_ptr is not None)
+        best = None
+        if working:  # the spellings against each other, interleaved: medians of short samples
+            ts = {k: t for k, (t, _) in working.items()}
+            number = calibrate(next(iter(ts.values())), target)
+            costs = {k: summary(v)["median"] for k, v in
+                     interleaved(ts, number, CANDIDATE_REPEAT if not quick else 3).items()}
+            stmt = max(working, key=lambda k: (working[k][1], -costs[k]))
+            row["native_candidates_us"] = costs
+            best = (stmt, working[stmt][1], costs[stmt] * 1e-6)
         if best is None:
             row["skipped"] = "no native spelling works"
             rows.append(row)
