@@ -190,26 +190,38 @@ def _np_to_jax_checked(a: Any) -> Any:
     raise NeedsCopy(*verdict)
 
 
+class _Import:
+    """What the fast steps into JAX use, looked up once: the calls, the host device, the
+    dtypes XLA takes over DLPack (``ok``) and ``other`` for every other dtype."""
+
+    def __init__(self) -> None:
+        np, jax = module("numpy"), module("jax")
+        self.from_dlpack, self.device_put = jax.dlpack.from_dlpack, jax.device_put
+        self.cpu = cpu = _host()
+        self.ok = frozenset(dt for dt in (np.dtype(c) for c in np.typecodes["All"]
+                                          if c not in "OSUVMm") if _np_dtype(dt) is _NARROW_OK)
+        ml = frozenset(dt for dt in map(_ml_dtype, _ML) if dt is not None)
+        device_put, ndarray = self.device_put, np.ndarray
+
+        def other(a: Any) -> Any:  # outside ``ok``: bfloat16/float8 in place, if compact
+            if a.dtype in ml and a.flags.c_contiguous and type(a) is ndarray:
+                return device_put(a, cpu, may_alias=True)
+            raise left_to_check()
+
+        self.other = other
+
+
 def _np_to_jax_fast(before: Any = None) -> Any:
     """The ``copy=None`` step: no pointer read (it slows JAX's own call by 1-2 us) since XLA
     copies a misaligned buffer itself, which ``copy=None`` allows and which takes half the
     time of interop's copy route; ``device_put`` for read-only arrays, which NumPy will not
     export as legacy DLPack, and for bfloat16/float8, which it cannot export at all.
     ``explain`` still reads the pointer and says which it is."""
-    np, jax = module("numpy"), module("jax")
-    from_dlpack, device_put, ndarray = jax.dlpack.from_dlpack, jax.device_put, np.ndarray
-    cpu = _host()
-    ok = frozenset(dt for dt in (np.dtype(c) for c in np.typecodes["All"] if c not in "OSUVMm")
-                   if _np_dtype(dt) is _NARROW_OK)
-    ml = frozenset(dt for dt in map(_ml_dtype, _ML) if dt is not None)  # device_put takes them
+    j = _Import()
+    from_dlpack, device_put, cpu, ok, other = j.from_dlpack, j.device_put, j.cpu, j.ok, j.other
+    ndarray = module("numpy").ndarray
 
-    def other(a: Any) -> Any:  # a dtype outside ``ok``: bfloat16/float8 in place, if compact
-        if a.dtype in ml and a.flags.c_contiguous and type(a) is ndarray:
-            return device_put(a, cpu, may_alias=True)
-        raise left_to_check()
-
-    known = getattr(before, "ndarray_writable", None)  # what ``before`` returns, if known
-    if known is False:  # read-only NumPy arrays (a pandas or polars view)
+    if getattr(before, "ndarray_writable", None) is False:  # read-only (pandas, polars)
         def fast_ro(x: Any) -> Any:
             a = before(x)
             if a.dtype in ok:
@@ -217,16 +229,6 @@ def _np_to_jax_fast(before: Any = None) -> Any:
             return other(a)
 
         return fast_ro
-    if known:  # writable NumPy arrays (torch's)
-        def fast_rw(x: Any) -> Any:
-            a = before(x)
-            if a.dtype in ok:
-                if a.flags.c_contiguous:
-                    return from_dlpack(a)
-                raise left_to_check()
-            return other(a)
-
-        return fast_rw
 
     def fast(a: Any) -> Any:
         if before is not None:
@@ -410,7 +412,22 @@ def _torch_hazard(t: Any) -> tuple[str, ...]:
 
 
 def _torch_to_jax_fast() -> Any:
-    return _np_to_jax_fast(before=torch_._to_numpy_fast())
+    """The ``copy=None`` step: torch's fast step (``Tensor.numpy()``) and NumPy's into JAX
+    in one call. ``Tensor.numpy()`` gives writable arrays only: an aligned compact one goes
+    over NumPy's DLPack, as from NumPy."""
+    j = _Import()
+    from_dlpack, ok, other = j.from_dlpack, j.ok, j.other
+    numpy = module("torch").Tensor.numpy
+
+    def fast(t: Any) -> Any:
+        a = numpy(t.detach() if t.requires_grad else t)
+        if a.dtype in ok:
+            if a.flags.c_contiguous:
+                return from_dlpack(a)
+            raise left_to_check()
+        return other(a)
+
+    return fast
 
 
 def _edges() -> list[Edge]:

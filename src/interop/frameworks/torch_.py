@@ -18,7 +18,6 @@ from .base import (
     NeedsCopy,
     module,
     readonly_source,
-    yields_ndarray,
 )
 
 _NAMES = {
@@ -224,13 +223,13 @@ def _to_numpy_view(t: Any) -> Any:
 def _to_numpy_fast() -> Any:
     """The ``copy=None`` step: ``Tensor.numpy()``, of the detached tensor if it requires
     grad; torch refuses the rest (GPU, lazy bits, dtypes NumPy lacks) and the checked step
-    decides. Its results are writable NumPy arrays."""
+    decides (to JAX, ``jax_._torch_to_jax_fast`` does the same in its own step)."""
     numpy = module("torch").Tensor.numpy
 
     def fast(t: Any) -> Any:
         return numpy(t.detach() if t.requires_grad else t)
 
-    return yields_ndarray(fast, writable=True)
+    return fast
 
 
 def _to_numpy(t: Any) -> Any:
