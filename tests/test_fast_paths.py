@@ -193,3 +193,16 @@ def test_a_bfloat16_tensor_goes_to_jax_over_torch_dlpack(monkeypatch, copy):
         assert j.dtype == jax.numpy.bfloat16 and j.unsafe_buffer_pointer() == t.data_ptr()
     assert put == []
     REGISTRY.clear_plans()
+
+
+def test_a_misaligned_array_to_arrow_is_copied_for_the_reason_given():
+    """pyarrow.array wraps a misaligned buffer as it is (Arrow buffers are aligned), so
+    interop copies it first and says why; polars.Series copies it itself."""
+    a = np.zeros(4 * 16 + 8, np.uint8)[1:1 + 4 * 16].view(np.float32)
+    assert not a.flags.aligned
+    assert pa.array(a).buffers()[1].address == a.ctypes.data  # what the reason says
+    plan = interop.explain(a, "pyarrow")
+    assert not plan.zero_copy and "wrap it as it is" in plan.reasons[0]
+    got = interop.to_framework(a, "pyarrow")
+    assert got.buffers()[1].address % 4 == 0 and got.to_numpy().tolist() == a.tolist()
+    assert "polars.Series copies it" in interop.explain(a, "polars").reasons[0]

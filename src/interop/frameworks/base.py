@@ -229,8 +229,9 @@ def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | Non
     """The check for a 1-D NumPy array becoming a ``what`` (an Arrow-like column).
 
     ``dtype_verdict``: the dtype's verdict (``None``, ``COPIES`` for bit-packed booleans,
-    ``UNSUPPORTED``). ``dense``: if set, ``(whose buffers, the call that would copy)`` for a
-    target that needs dense, aligned buffers (other arrays then take the copy route).
+    ``UNSUPPORTED``). ``dense``: if set, ``(whose buffers, what its call would do with a
+    misaligned array)`` for a target that needs dense, aligned buffers (other arrays then
+    take the copy route).
     """
     def check(a: Any) -> tuple[str, str] | None:
         if a.ndim != 1:
@@ -244,7 +245,7 @@ def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | Non
             return COPY_ROUTE, (f"strides {a.strides} are not contiguous: {dense[0]} buffers "
                                 "are dense")
         if not flags.aligned:
-            return COPY_ROUTE, f"the array is not aligned to its itemsize: {dense[1]} copies it"
+            return COPY_ROUTE, f"the array is not aligned to its itemsize: {dense[1]}"
         return None
 
     return check

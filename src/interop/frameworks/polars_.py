@@ -116,7 +116,7 @@ def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
 
 
 _np_check = series_check("polars Series", memo(_dtype_verdict),
-                         dense=("polars", "polars.Series"))
+                         dense=("polars", "polars.Series copies it"))
 
 
 def _from_numpy(a: Any) -> Any:

@@ -144,7 +144,8 @@ def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
 
 
 _np_check = series_check("pyarrow Array", memo(_dtype_verdict),
-                         dense=("Arrow", "pyarrow.array"))
+                         dense=("Arrow", "pyarrow.array would wrap it as it is, and Arrow "
+                                "buffers are aligned"))
 
 
 def _from_numpy(a: Any) -> Any:
