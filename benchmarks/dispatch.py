@@ -8,8 +8,11 @@ the baseline. Results are per call, in microseconds: medians, quartiles, overhea
 Samples are short (about 0.3 ms each) and many: this machine's noise comes in bursts of
 milliseconds, so a long sample mixes quiet and noisy stretches, while short paired samples
 mostly see one of them. Pairs whose native call takes over 5 us get five times the samples
-(the bar is absolute). An A/A control times the noisiest native call against itself: its
-paired overhead is the resolution of the method, and should be near zero.
+(the bar is absolute). Each pair's samples are taken in three passes over all the pairs, so
+that a slower stretch of the shared machine, which can last tens of seconds, does not decide
+a pair alone; each pass's paired median is kept in the results. An A/A control times the
+slowest native call against itself: its paired overhead is the bias of the method, and
+should be near zero.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ FRAMEWORKS = ("numpy", "torch", "jax", "pyarrow", "pandas", "polars")
 SLOW_CALL_S, SLOW_FACTOR = 5e-6, 5  # native calls slower than this get 5x the samples
 SAMPLE_S, REPEAT = 3e-4, 601  # seconds per sample, samples per pair
 CANDIDATE_REPEAT = 41  # samples per native spelling when choosing the fastest
+PASSES = 3  # the samples of each pair are taken in this many passes over all pairs
 N_ELEMENTS = 1024  # float32, 4 KiB: the size does not matter (zero-copy), see sizes.py
 
 # Native spellings, fastest first is not assumed: every candidate is timed and the best kept.
@@ -137,6 +141,7 @@ def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict
     if pairs is None:
         pairs = [(s, t) for s in FRAMEWORKS for t in FRAMEWORKS if s != t]
     rows = []
+    plans: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (row, timers) of each timed pair
     for src, tgt in pairs:
         x = values[src]
         plan = interop.explain(x, tgt)
@@ -179,17 +184,32 @@ def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict
         # the bar is absolute (1 us): a call of tens of us (JAX, pandas) drifts by more than
         # that between samples, so it gets more samples for the same resolution
         reps = repeat * SLOW_FACTOR if best[2] > SLOW_CALL_S and not quick else repeat
-        samples = interleaved(timers, number, reps)
-        diffs = [a - b for a, b in zip(samples["interop"], samples["native"])]
-        s_i, s_n = summary(samples["interop"]), summary(samples["native"])
+        row.update({"number": number, "repeat": reps})
+        plans.append((row, timers))
+        rows.append(row)
+    # The samples are taken in passes over every pair, spread over the run, so that a slow
+    # stretch of this shared machine (tens of seconds) does not decide a pair on its own.
+    passes = 1 if quick else PASSES
+    samples = {id(row): {"interop": [], "native": []} for row, _ in plans}
+    medians: dict[int, list[float]] = {id(row): [] for row, _ in plans}
+    for _ in range(passes):
+        for row, timers in plans:
+            got = interleaved(timers, row["number"], max(1, row["repeat"] // passes))
+            for k in got:
+                samples[id(row)][k] += got[k]
+            medians[id(row)].append(
+                summary([a - b for a, b in zip(got["interop"], got["native"])])["median"])
+    for row, _ in plans:
+        got = samples[id(row)]
+        diffs = [a - b for a, b in zip(got["interop"], got["native"])]
+        s_i, s_n = summary(got["interop"]), summary(got["native"])
         row.update({
-            "number": number, "repeat": reps,
-            "interop_us": s_i, "native_us": s_n,
+            "repeat": len(diffs), "interop_us": s_i, "native_us": s_n,
             "overhead_us": s_i["median"] - s_n["median"],
             "overhead_paired_us": summary(diffs),
+            "overhead_paired_per_pass_us": medians[id(row)],
             "ratio": s_i["median"] / s_n["median"],
         })
-        rows.append(row)
     timed = [r for r in rows if "native_us" in r]
     slowest = max(timed, key=lambda r: r["native_us"]["median"], default=None)
     return {"n_elements": N_ELEMENTS, "dtype": "float32", "pairs": rows,

@@ -75,7 +75,9 @@ def markdown(results: dict[str, Any]) -> str:
                   "differences (paired), which cancels the drift between rounds; the "
                   "difference of the two medians is shown beside it. Samples are short "
                   "(about 0.3 ms) and many, since the noise here comes in bursts longer "
-                  "than that.", "",
+                  "than that, and taken in passes over all the pairs, spread over the run "
+                  "(each pass's paired median: `overhead_paired_per_pass_us` in the JSON).",
+                  "",
                   "| pair | interop us | native us | overhead us (paired) [q1-q3] | "
                   "difference of medians | ratio | native call | "
                   "zero-copy (interop/native) |", "|---|---|---|---|---|---|---|---|"]
