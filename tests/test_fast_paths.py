@@ -155,14 +155,19 @@ def test_ml_dtypes_reach_jax_in_place(name):
     ro.flags.writeable = False
     t = torch.from_numpy(aligned(np.arange(64).astype(dt)).view(np.uint8)).view(
         getattr(torch, name))
+    got = {}
     for x, ptr in ((a, a.ctypes.data), (ro, ro.ctypes.data), (t, t.data_ptr())):
         assert interop.explain(x, "jax").zero_copy, x
         for copy in (None, None, False):  # the first call plans, the second is the fast plan
-            j = interop.to_framework(x, "jax", copy=copy)
+            got[id(x)] = j = interop.to_framework(x, "jax", copy=copy)
             assert j.dtype == dt and j.unsafe_buffer_pointer() == ptr
         assert not interop.shares_memory(interop.to_framework(x, "jax", copy=True), x)
-    a[5] = 3.0  # the same memory: a write through the source is seen by JAX
-    assert float(interop.to_framework(a, "jax")[5]) == 3.0
+    a[5] = 3.0  # the same memory: a write through the source is seen by the JAX result
+    t[6] = 2.0
+    ro.flags.writeable = True
+    ro[7] = 4.0
+    assert float(got[id(a)][5]) == 3.0 and float(got[id(t)][6]) == 2.0
+    assert float(got[id(ro)][7]) == 4.0
     misaligned = aligned(np.zeros(65 * dt.itemsize, np.uint8))[dt.itemsize:].view(dt)
     assert not interop.explain(misaligned, "jax").zero_copy
     with pytest.raises(ZeroCopyError, match="64-byte aligned"):
@@ -191,6 +196,9 @@ def test_a_bfloat16_tensor_goes_to_jax_over_torch_dlpack(monkeypatch, copy):
     for _ in range(2):  # the first call plans, the second takes the cached plan
         j = interop.to_framework(t, "jax", copy=copy)
         assert j.dtype == jax.numpy.bfloat16 and j.unsafe_buffer_pointer() == t.data_ptr()
+    with torch.no_grad():  # the same memory: a write through the tensor is seen by JAX
+        t[3] = 7.0
+    assert float(j[3]) == 7.0
     assert put == []
     REGISTRY.clear_plans()
 

@@ -173,13 +173,11 @@ def left_to_check() -> NeedsCopy:
     return NeedsCopy(COPY_ROUTE, "not a value for the fast step: the checked plan decides")
 
 
-def yields_ndarray(step: Callable[[Any], Any], *, writable: bool,
-                   ndim: int | None = None) -> Callable[[Any], Any]:
-    """Mark fast step ``step`` as returning only ``numpy.ndarray`` values (never a subclass)
-    that are all writable, or all read-only, and all of ``ndim`` dimensions if given: a
-    NumPy-side fast step fused after it (taking it as ``before``) need not test those again."""
-    step.ndarray_writable = writable  # type: ignore[attr-defined]
-    step.ndarray_ndim = ndim  # type: ignore[attr-defined]
+def read_only_1d(step: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Mark fast step ``step`` as returning only read-only 1-D ``numpy.ndarray`` values
+    (never a subclass): a NumPy-side fast step fused after it (taking it as ``before``) need
+    not test those again."""
+    step.read_only_1d = True  # type: ignore[attr-defined]
     return step
 
 
@@ -217,7 +215,7 @@ def series_fast(chars: Iterable[str], make: Callable[[], Callable[[Any], Any]],
                     return call(a)
             raise left_to_check()
 
-        if getattr(before, "ndarray_ndim", None) == 1:
+        if getattr(before, "read_only_1d", False):
             return fast_1d
         return fast
 

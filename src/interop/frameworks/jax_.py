@@ -221,7 +221,7 @@ def _np_to_jax_fast(before: Any = None) -> Any:
     from_dlpack, device_put, cpu, ok, other = j.from_dlpack, j.device_put, j.cpu, j.ok, j.other
     ndarray = module("numpy").ndarray
 
-    if getattr(before, "ndarray_writable", None) is False:  # read-only (pandas, polars)
+    if getattr(before, "read_only_1d", False):  # after pandas or polars
         def fast_ro(x: Any) -> Any:
             a = before(x)
             if a.dtype in ok:
@@ -391,18 +391,18 @@ def _torch_ml(t: Any) -> bool:
 
 def _torch_check(t: Any) -> tuple[str, str] | None:
     if _torch_ml(t):
-        return torch_._dlpack_check(t, RULES)
+        return torch_.ADAPTER.dlpack_check(t, RULES)
     verdict = torch_._tensor_check(t)
     return verdict if verdict is not None else _np_to_jax_check(torch_._to_numpy_view(t))
 
 
 def _torch_to_jax(t: Any) -> Any:
     """The checked step (``eafp``: obstacles raised as ``NeedsCopy``)."""
-    if _torch_ml(t):
-        verdict = torch_._dlpack_check(t, RULES)
+    if _torch_ml(t):  # the DLPack edge torch -> JAX, from the two adapters' parts
+        verdict = torch_.ADAPTER.dlpack_check(t, RULES)
         if verdict is not None:
             raise NeedsCopy(*verdict)
-        return module("jax").dlpack.from_dlpack(torch_._export(t))
+        return _from_dlpack(torch_.ADAPTER.export_dlpack(t))
     return _np_to_jax_checked(torch_._to_numpy_view(t))
 
 

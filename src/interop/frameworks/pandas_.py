@@ -18,9 +18,9 @@ from .base import (
     left_to_check,
     memo,
     module,
+    read_only_1d,
     series_check,
     series_fast,
-    yields_ndarray,
 )
 
 _NUMERIC = set("?bBhHiIlLqQefdFD")
@@ -99,7 +99,7 @@ def _to_numpy_fast() -> Any:
                 return a
         raise left_to_check()
 
-    return yields_ndarray(fast, writable=False, ndim=1)
+    return read_only_1d(fast)
 
 
 def to_numpy(s: Any) -> Any:

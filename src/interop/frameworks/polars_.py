@@ -19,9 +19,9 @@ from .base import (
     memo,
     memo_by,
     module,
+    read_only_1d,
     series_check,
     series_fast,
-    yields_ndarray,
 )
 
 _POLARS_NUMERIC = set("bBhHiIlLqQefd")
@@ -81,8 +81,7 @@ def _to_numpy_view(s: Any) -> Any:
 def _to_numpy_fast() -> Any:
     """The ``copy=None`` step: ``Series.to_numpy(allow_copy=False)``, which raises where it
     would copy (the checked step then decides). Its results are read-only NumPy views."""
-    return yields_ndarray(partial(module("polars").Series.to_numpy, allow_copy=False),
-                          writable=False, ndim=1)
+    return read_only_1d(partial(module("polars").Series.to_numpy, allow_copy=False))
 
 
 def to_numpy(s: Any) -> Any:

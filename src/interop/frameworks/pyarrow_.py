@@ -20,9 +20,9 @@ from .base import (
     memo,
     memo_by,
     module,
+    read_only_1d,
     series_check,
     series_fast,
-    yields_ndarray,
 )
 
 # NumPy type strings pyarrow stores as plain fixed-width buffers.
@@ -102,7 +102,7 @@ def _to_numpy_fast() -> Any:
             x = x.chunk(0)
         return x.to_numpy(zero_copy_only=True)
 
-    return yields_ndarray(fast, writable=False, ndim=1)
+    return read_only_1d(fast)
 
 
 def to_numpy(x: Any) -> Any:
