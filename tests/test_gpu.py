@@ -161,7 +161,7 @@ def test_stream_ordering_kernel_then_conversion():
     with stream:
         x = cupy.zeros(1 << 20, dtype=cupy.float32)
         x += 1.0  # runs on `stream`
-        t = interop.to_framework(x, "torch", stream=torch.cuda.current_stream().cuda_stream)
+        t = interop.to_framework(x, "torch", stream=torch.cuda.current_stream())
     torch.cuda.synchronize()
     assert float(t.sum()) == float(1 << 20)
 

@@ -28,11 +28,14 @@ from .frameworks.base import (
     NULLS,
     UNSUPPORTED,
     Adapter,
+    Check,
     Edge,
     NeedsCopy,
+    device_check,
 )
 from .host import fresh_copy
 from .plan import Plan, Step
+from .protocols import dlpack
 
 DLPACK_COST = 2.2  # on the host, two fast-path steps through NumPy (1.0 each) beat it
 LEGACY_PENALTY = 2.5
@@ -212,6 +215,7 @@ class Registry:
             if move is not None:
                 return lambda x: self.move(src, x, tgt, move, copy)
             if stream is not None:
+                stream = dlpack.stream_argument(stream, dlpack.Device.CUDA)
                 return self._compile(src, tgt, copy, have[0], stream)
             fast = None
             if adapter.gpu_present():
@@ -356,6 +360,9 @@ class Registry:
         GPU), then zero-copy on to the target."""
         if device == "cpu":
             hub, arr = "numpy", fresh_copy(self.adapters[src].to_numpy(x))
+        elif _empty(x):  # no bytes to move, and an empty device buffer may not export
+            adapter = self.adapters[src]
+            return self.adapters[tgt].to_device(adapter.to_numpy(x), adapter.device(x)[1])
         else:
             hub, arr = "cupy", _cupy_fresh(self._compile(src, "cupy", None, device)(x))
         if tgt == hub:
@@ -505,18 +512,18 @@ def _identity(x: Any) -> Any:
 
 
 def _dlpack_edge(s: Adapter, t: Adapter, cost: float, device: str = "cpu") -> Edge:
-    rules = t.rules
-    export, consume, check = s.export_dlpack, t.from_dlpack, s.dlpack_check
+    export, consume = s.export_dlpack, t.from_dlpack
 
     def convert(x: Any) -> Any:
         return consume(export(x))
 
-    def verdict(x: Any) -> tuple[str, str] | None:
-        return check(x, rules) if check is not None else None
-
+    if device == "cpu":
+        rules, check = t.rules, s.dlpack_check
+        verdict = (lambda x: check(x, rules)) if check is not None else None
+    else:
+        verdict = _device_verdict(s, t)
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", convert,
-                check=verdict if check is not None else None, hazard=t.dlpack_hazard,
-                cost=cost, device=device)
+                check=verdict, hazard=t.dlpack_hazard, cost=cost, device=device)
 
 
 def _cai_edge(s: Adapter, t: Adapter, cost: float) -> Edge:
@@ -525,7 +532,28 @@ def _cai_edge(s: Adapter, t: Adapter, cost: float) -> Edge:
     def convert(x: Any) -> Any:
         return consume(export(x))
 
-    return Edge(s.name, t.name, "CUDA Array Interface", convert, cost=cost, device="cuda")
+    return Edge(s.name, t.name, "CUDA Array Interface", convert, check=_device_verdict(s, t),
+                hazard=_cai_readonly_hazard(s, t), cost=cost, device="cuda")
+
+
+def _device_verdict(s: Adapter, t: Adapter) -> Check | None:
+    """The check of a device hand-over from ``s`` to ``t`` (``None``: ``t`` takes any layout)."""
+    return device_check(s, t.gpu_rules) if t.gpu_rules is not None else None
+
+
+def _cai_readonly_hazard(s: Adapter, t: Adapter) -> Callable[[Any], str | None] | None:
+    """A read-only CAI source (``data[1]``) handed to a consumer that cannot say read-only."""
+    if t.holds_read_only or s.view is None:
+        return None
+    view = s.view
+
+    def hazard(x: Any) -> str | None:
+        if view(x).readonly:
+            return (f"the source is read-only (its CUDA Array Interface says so) and {t.name} "
+                    "arrays cannot be: writes through the result change it")
+        return None
+
+    return hazard
 
 
 def _with_stream(e: Edge, adapters: dict[str, Adapter], stream: Any) -> Edge:
@@ -533,8 +561,6 @@ def _with_stream(e: Edge, adapters: dict[str, Adapter], stream: Any) -> Edge:
     if not e.via.startswith("DLPack"):
         return e
     from dataclasses import replace
-
-    from .protocols import dlpack
 
     export = adapters[e.source].export_dlpack
     consume = adapters[e.target].from_dlpack
@@ -545,6 +571,10 @@ def _with_stream(e: Edge, adapters: dict[str, Adapter], stream: Any) -> Edge:
         return consume(dlpack.CapsuleProducer(cap))
 
     return replace(e, convert=convert)
+
+
+def _empty(x: Any) -> bool:
+    return any(n == 0 for n in getattr(x, "shape", (1,)))
 
 
 def _cupy_fresh(x: Any) -> Any:

@@ -40,6 +40,7 @@ ADAPTERS = [
     cudf_.ADAPTER,
     capsule.ADAPTER,
     *__import__("interop.tables.adapters", fromlist=["ADAPTERS"]).ADAPTERS,
+    producer.CAI_PRODUCER,
     producer.PRODUCER,
     producer.BUFFER,
 ]

@@ -117,6 +117,11 @@ class Adapter:
     kind: str = "array"
     devices: tuple[str, ...] = ("cpu",)
     rules: ConsumerRules | None = None
+    gpu_rules: ConsumerRules | None = None
+    """What it needs to import a device buffer (DLPack or CUDA Array Interface) without
+    copying or crashing; ``None``: it takes any layout there."""
+    holds_read_only: bool = False
+    """Its arrays can be read-only or immutable, so a read-only source stays read-only."""
     is_value: Callable[[Any], bool] = field(default=lambda x: False)
     view: Callable[[Any], BufferView] | None = None
     device: Callable[[Any], tuple[str, int]] = field(default=lambda x: ("cpu", 0))
@@ -247,6 +252,18 @@ def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | Non
         return None
 
     return check
+
+
+def device_check(source: Adapter, rules: ConsumerRules) -> Check:
+    """The check before a device buffer of ``source`` reaches a consumer with ``rules``: the
+    source's own DLPack check where it has one (it knows its flags, such as torch's lazy
+    conjugate bit), else its buffer view judged against the rules."""
+    dlpack_check, view = source.dlpack_check, source.view
+    if dlpack_check is not None:
+        return lambda x: dlpack_check(x, rules)
+    if view is None:
+        raise TypeError(f"{source.name} has no buffer view to check device hand-overs with")
+    return lambda x: view_obstacle(view(x), rules)
 
 
 def readonly_source(x: Any) -> bool:

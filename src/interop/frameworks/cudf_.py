@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import NullsError
 from ..protocols import cai
 from ..view import BufferView
-from .base import Adapter
+from .base import Adapter, ConsumerRules
 
 
 def _is_value(x: Any) -> bool:
@@ -49,6 +49,7 @@ ADAPTER = Adapter(
     modules=("cudf",),
     package="cudf",
     devices=("cuda",),
+    gpu_rules=ConsumerRules(c_contiguous=True, name="cuDF"),
     is_value=_is_value,
     view=view,
     device=lambda s: ("cuda", 0),

@@ -58,6 +58,10 @@ def _accepts(ts: str) -> str | None:
 
 RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=64, versioned=False,
                       accepts=_accepts, name="JAX on the CPU")
+GPU_RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=16,
+                          accepts=_accepts, name="JAX on a GPU",
+                          misaligned_why="refuses it when it runs (XLA's GPU entry parameters "
+                          "must be 16-byte aligned)")
 # From NumPy, a read-only array goes through a writable alias that only XLA holds: JAX
 # never writes to its buffers, so the legacy capsule's missing read-only flag loses nothing.
 _FROM_NUMPY = replace(RULES, versioned=True)
@@ -94,6 +98,10 @@ def _jax_check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
         why = rules.accepts(dlpack.typestr_of(x.dtype))
         if why:
             return UNSUPPORTED, why
+    if x.size == 0 and _device(x)[0] != "cpu":
+        return COPY_ROUTE, ("an empty JAX array on a GPU exports no buffer DLPack consumers "
+                            "accept (BufferError: Unsupported device in DLTensor): a new empty "
+                            "array is made instead")
     return None
 
 
@@ -319,9 +327,9 @@ def _arrow_to_jax(x: Any) -> Any:
 
     x = _chunk(x)
     k = _arrow_kind(x.type)
+    if not len(x):  # on the host, as the data was (JAX's default device may be a GPU)
+        return module("jax").device_put(module("numpy").zeros(0, dtype=k[2]), _host())
     jax = module("jax")
-    if not len(x):
-        return jax.numpy.zeros(0, dtype=k[2])
     return jax.dlpack.from_dlpack(_arrow_values(x, k), copy=False)
 
 
@@ -453,6 +461,8 @@ ADAPTER = Adapter(
     package="jax",
     devices=("cpu", "cuda"),
     rules=RULES,
+    gpu_rules=GPU_RULES,
+    holds_read_only=True,
     is_value=_is_value,
     view=view,
     device=_device,

@@ -1,14 +1,40 @@
-"""Any other object: a DLPack producer, or a CPU buffer (array interface, buffer protocol).
+"""Any other object: a CUDA Array Interface producer, a DLPack producer, or a CPU buffer
+(array interface, buffer protocol).
 
-These are sources only; they are read through NumPy, which consumes both.
+These are sources only. Device buffers go to the GPU consumers over the CUDA Array Interface
+(CuPy, the GPU hub, and Numba wait on the producer's ``stream`` themselves; torch is made to
+wait by its adapter); host buffers are read through NumPy, which consumes both host protocols.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from ..protocols import array_interface, dlpack
+from ..protocols import array_interface, cai, dlpack
+from ..view import BufferView
 from .base import Adapter, ConsumerRules, Edge, view_obstacle
+
+
+def _is_cai_producer(x: Any) -> bool:
+    try:
+        return hasattr(x, "__cuda_array_interface__")
+    except Exception:  # the property raises: it claims the interface; validate() says why
+        return True
+
+
+def _cai_view(x: Any) -> BufferView:
+    view = cai.validate(cai.interface_of(x), who=type(x).__name__)
+    index = cai.pointer_device(view.ptr)
+    return view if index == view.device[1] else replace(view, device=("cuda", index))
+
+
+def _cai_to_numpy(x: Any) -> Any:
+    """A host copy (the ``device="cpu"`` route), read through CuPy, which waits on ``stream``."""
+    import cupy
+
+    _cai_view(x)
+    return cupy.asnumpy(cupy.asarray(x))
 
 
 def _is_dlpack_producer(x: Any) -> bool:
@@ -78,6 +104,19 @@ def _buffer_to_numpy(x: Any) -> Any:
         raise array_interface.ProtocolError(
             f"NumPy cannot read {type(x).__name__} as an array: {type(e).__name__}: {e}") from e
 
+
+CAI_PRODUCER = Adapter(
+    name="cai-producer",
+    kind="source",
+    modules=(),
+    package="cupy",
+    devices=("cuda",),
+    is_value=_is_cai_producer,
+    view=_cai_view,
+    device=lambda x: _cai_view(x).device,
+    to_numpy=_cai_to_numpy,
+    export_cai=lambda x: x,
+)
 
 PRODUCER = Adapter(
     name="dlpack-producer",

@@ -101,13 +101,34 @@ def _gpu_present() -> bool:
         return False
 
 
+class _Writable:
+    """A producer's CUDA Array Interface without the read-only flag, which torch refuses
+    (the edge records the hazard); it keeps the producer alive."""
+
+    __slots__ = ("__cuda_array_interface__", "owner")
+
+    def __init__(self, interface: dict, owner: Any) -> None:
+        self.__cuda_array_interface__ = interface
+        self.owner = owner
+
+
 def _from_cai(obj: Any) -> Any:
+    """A tensor over a CAI producer's memory, on the device that holds it (torch reads the
+    pointer's device when none is given; naming one would copy, or mislabel, the data), after
+    the producer's ``stream`` (CAI v3), which torch itself does not wait on."""
     import torch
 
     from ..protocols import cai
 
-    view = cai.validate(cai.interface_of(obj), who=type(obj).__name__)
-    return torch.as_tensor(obj, device=f"cuda:{view.device[1]}")
+    interface = cai.interface_of(obj)
+    view = cai.validate(interface, who=type(obj).__name__)
+    if view.readonly:
+        obj = _Writable(dict(interface, data=(view.ptr, False)), obj)
+    stream = cai.stream_of(interface)
+    if stream is not None and not cai.sync_disabled():
+        producer = torch.cuda.ExternalStream(stream)
+        torch.cuda.current_stream(producer.device).wait_stream(producer)
+    return torch.as_tensor(obj)
 
 
 def _to_device(arr: Any, index: int) -> Any:
@@ -259,6 +280,9 @@ ADAPTER = Adapter(
     package="torch",
     devices=("cpu", "cuda"),
     rules=ConsumerRules(negative_strides=False, accepts=_accepts, name="torch"),
+    gpu_rules=ConsumerRules(negative_strides=False, accepts=_accepts, name="torch on CUDA",
+                            negative_strides_why="aborts the interpreter on them (c10::Error "
+                            "from torch.from_dlpack, seen on an H100)"),
     is_value=_is_value,
     view=view,
     device=_device,

@@ -79,6 +79,65 @@ STREAM_PER_THREAD = 2
 STREAM_NO_SYNC = -1
 """Ask the producer not to synchronise."""
 
+
+
+def stream_argument(stream: Any, device_type: int = 2) -> int | None:
+    """What to pass as ``__dlpack__(stream=...)`` for a consumer ordering its work on
+    ``stream`` on a device of type ``device_type`` (:class:`Device`), as the DLPack spec maps it.
+
+    ``stream`` is ``None`` (no order asked), an int as the spec defines it (CUDA: ``-1`` no
+    synchronisation, ``1`` legacy default, ``2`` per-thread default, a larger value a
+    ``cudaStream_t``; ``0`` is ambiguous and refused; ROCm: ``0`` default, ``1``/``2``
+    refused), or a stream object of any framework (``__cuda_stream__``, torch's
+    ``cuda_stream``, CuPy's ``ptr``, Numba's ``handle``), whose default stream maps to the
+    spec's legacy default.
+    """
+    if stream is None:
+        return None
+    rocm = device_type == Device.ROCM
+    if not (isinstance(stream, int) and not isinstance(stream, bool)):
+        handle = _stream_handle(stream)
+        return (0 if rocm else STREAM_LEGACY) if handle == 0 else handle
+    if device_type not in CUDA_LIKE:
+        raise ProtocolError(f"stream={stream!r} was given for a device of DLPack type "
+                            f"{device_type}: streams exist on CUDA and ROCm only; pass None")
+    if stream < -1:
+        raise ProtocolError(f"stream={stream} is not a stream: use -1 (no synchronisation), "
+                            "a stream object, or a stream pointer")
+    if not rocm and stream == 0:
+        raise ProtocolError(
+            "stream=0 is ambiguous on CUDA and the DLPack spec forbids it: pass 1 for the "
+            "legacy default stream, 2 for the per-thread default stream, or the stream object "
+            "itself (e.g. torch.cuda.current_stream())")
+    if rocm and stream in (STREAM_LEGACY, STREAM_PER_THREAD):
+        raise ProtocolError(f"stream={stream} names a CUDA default stream, which ROCm does "
+                            "not have: pass 0 for the default stream, or the stream object")
+    return stream
+
+
+def _stream_handle(stream: Any) -> int:
+    """The raw handle of a stream object (of CUDA Python, torch, CuPy or Numba)."""
+    if hasattr(stream, "__cuda_stream__"):
+        value = stream.__cuda_stream__()  # (version, handle), the CUDA stream protocol
+        handle = value[1] if isinstance(value, tuple) else value
+    elif hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        handle = stream.cuda_stream
+    elif hasattr(stream, "ptr"):  # cupy.cuda.Stream
+        handle = stream.ptr
+    elif hasattr(stream, "handle"):  # numba.cuda Stream: a ctypes pointer or a binding
+        handle = getattr(stream.handle, "value", stream.handle)
+    else:
+        raise ProtocolError(
+            f"stream={stream!r}: a {type(stream).__name__} is not a stream interop can read; "
+            "pass an int (1: legacy default, 2: per-thread default, or a cudaStream_t) or a "
+            "stream object of torch, CuPy, Numba or CUDA Python")
+    try:
+        return int(handle or 0)
+    except (TypeError, ValueError):
+        raise ProtocolError(f"stream={stream!r} gave a handle {handle!r} that is not an "
+                            "integer") from None
+
+
 CUDA_LIKE = frozenset({Device.CUDA, Device.CUDA_MANAGED, Device.ROCM})
 
 # NumPy-style type string <-> (code, bits). Names without a byte order are ml_dtypes types.
