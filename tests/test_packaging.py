@@ -23,3 +23,16 @@ def test_py_typed_is_shipped_for_both_packages() -> None:
     for package in ("interop", "mempool"):
         assert (ROOT / "src" / package / "py.typed").is_file()
         assert re.search(rf'^{package} = \["py.typed"\]', PYPROJECT, re.M), package
+
+
+def test_gpu_extras_per_cuda_major_version() -> None:
+    import tomllib
+
+    extras = tomllib.loads(PYPROJECT)["project"]["optional-dependencies"]
+    assert "gpu" not in extras  # one CUDA version hard-coded for everyone
+    for major in ("12", "13"):
+        names = {re.split(r"[<>=\[]", r)[0] for r in extras[f"gpu-cu{major}"]}
+        assert names == {f"cupy-cuda{major}x", f"rmm-cu{major}", "numba", "numba-cuda"}, names
+        assert any(r.startswith(f"numba-cuda[cu{major}]") for r in extras[f"gpu-cu{major}"])
+    for deps in extras.values():  # torch and JAX CUDA builds come from their own channels
+        assert not any(d.startswith(("torch==", "jax[cuda")) for d in deps)

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import NullsError
 from ..protocols import cai
 from ..view import BufferView
-from .base import Adapter, ConsumerRules
+from .base import Adapter, ConsumerRules, module
 
 
 def _is_value(x: Any) -> bool:
@@ -33,14 +33,15 @@ def from_cai(obj: Any) -> Any:
     import cudf
 
     cai.validate(cai.interface_of(obj), who=type(obj).__name__)
-    return cudf.Series(obj)
+    return cudf.Series(obj, nan_as_null=False)  # NaN is a value, not a null
 
 
 def to_device(arr: Any, index: int) -> Any:
     """A host NumPy array copied into a cuDF Series on the current device."""
     import cudf
 
-    return cudf.Series(arr)
+    with module("cupy").cuda.Device(index):
+        return cudf.Series(arr, nan_as_null=False)  # NaN is a value, not a null
 
 
 ADAPTER = Adapter(

@@ -141,17 +141,21 @@ def _to_cudf(cols: Mapping, copy: bool | None) -> Any:  # pragma: no cover - nee
     _check_lengths(named)
     out = {}
     for n, v in named:
-        if isinstance(v, tuple):
-            s = cudf.Series(v[0])
-            s[~cudf.Series(v[1]).astype(bool)] = None  # masks become cuDF nulls (a copy)
+        if isinstance(v, tuple):  # NaN stays a value: only the mask makes nulls
+            s = _cudf_column(v[0], copy)
+            s[~_cudf_column(v[1], True).astype(bool)] = None  # a copy
             out[n] = s
-        elif hasattr(v, "__cuda_array_interface__"):
-            out[n] = cudf.Series(v, copy=bool(copy))
         else:
-            from .. import api
-
-            out[n] = cudf.Series(api.to_framework(v, "numpy", copy=copy))  # host -> device
+            out[n] = _cudf_column(v, copy)
     return cudf.DataFrame(out)
+
+
+def _cudf_column(v: Any, copy: bool | None) -> Any:
+    """A cuDF Series over a device value's buffer, or over a device copy of host data."""
+    from ..api import REGISTRY, to_framework
+
+    on_device = REGISTRY.adapters[REGISTRY.kind(v)].device(v)[0] == "cuda"
+    return to_framework(v, "cudf", copy=copy, device=None if on_device else "cuda")
 
 
 def explain(source: str, cols: Mapping, target: str, *, copy: bool | None = None) -> TablePlan:

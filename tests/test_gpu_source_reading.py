@@ -1,0 +1,158 @@
+"""Findings from reading the installed sources (issue 16, item 7), judged on the CPU.
+
+cuDF, a CUDA build of pyarrow and a device are absent here, so the GPU-side calls are made
+against named stand-ins that record what interop asked for; the decisions are interop's own.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pyarrow as pa
+import pytest
+import torch
+
+from interop.errors import DeviceError, UnsupportedConversionError
+from interop.frameworks import cudf_
+from interop.tables import arrow_c, build
+
+
+@pytest.mark.parametrize(("t", "ts"), [
+    (pa.int8(), "|i1"), (pa.uint16(), "<u2"), (pa.int32(), "<i4"), (pa.int64(), "<i8"),
+    (pa.float16(), "<f2"), (pa.float32(), "<f4"), (pa.float64(), "<f8")])
+def test_device_arrow_fixed_width_columns_keep_their_layout(t, ts):
+    assert arrow_c.device_typestr(t) == ts
+
+
+@pytest.mark.parametrize(("t", "words"), [
+    (pa.bool_(), "bit-packed"), (pa.date32(), "int32 for date32"),
+    (pa.timestamp("us"), "time units"), (pa.string(), "offsets"),
+    (pa.large_string(), "fixed-width"), (pa.list_(pa.int32()), "fixed-width")])
+def test_device_arrow_columns_not_laid_out_as_numpy_are_refused(t, words):
+    with pytest.raises(UnsupportedConversionError, match=str(t).replace("[", r"\[")) as e:
+        arrow_c.device_typestr(t)
+    assert words.split()[0] in str(e.value) or "fixed-width" in str(e.value)
+
+
+class _Recorder:
+    """Named stand-in for ``cudf``: records each ``Series(...)`` call's keywords."""
+
+    def __init__(self):
+        self.calls = []
+        recorder = self
+
+        class Series:
+            def __init__(self, data, **kw):
+                recorder.calls.append(kw)
+                self.data = data
+
+        self.module = types.ModuleType("cudf")
+        self.module.Series = Series
+        self.module.DataFrame = dict
+
+
+class _Device:
+    def __init__(self, index):
+        self.index = index
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.fixture
+def cudf_standin(monkeypatch):
+    rec = _Recorder()
+    monkeypatch.setitem(sys.modules, "cudf", rec.module)
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(Device=_Device)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    return rec
+
+
+class _DeviceBuffer:
+    __cuda_array_interface__ = {"shape": (3,), "typestr": "<f8", "data": (0x7F0000000000, False),
+                                "version": 3, "strides": None}
+
+
+def test_cudf_columns_keep_nan_as_a_value(cudf_standin):
+    import numpy as np
+
+    cudf_.from_cai(_DeviceBuffer())
+    cudf_.to_device(np.array([1.0, np.nan]), 0)
+    assert cudf_standin.calls == [{"nan_as_null": False}, {"nan_as_null": False}]
+
+
+class _GradLike(torch.Tensor):
+    """A tensor whose ``__cuda_array_interface__`` raises RuntimeError, as torch's does for a
+    CUDA tensor that requires grad. It says it is torch's, as a real tensor's type does."""
+
+    __module__ = "torch"
+
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad")
+
+
+def test_building_a_cudf_table_never_probes_the_cuda_array_interface(cudf_standin):
+    col = torch.arange(3.0).as_subclass(_GradLike)
+    try:
+        build.build({"a": col}, "cudf")
+    except DeviceError as e:  # no CUDA device here: the host column cannot be moved
+        assert "no CUDA device" in str(e)
+    # on a GPU host the stand-in cuDF receives the moved column; either way no RuntimeError
+
+
+def test_cai_into_torch_names_no_device_so_torch_reads_the_pointers(monkeypatch):
+    from interop.frameworks import torch_
+
+    seen = []
+    monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: seen.append((obj, kw)) or "t")
+    assert torch_._from_cai(_DeviceBuffer()) == "t"
+    assert seen[0][1] == {}  # a device= here would copy data living on another GPU
+
+
+def test_read_only_cai_into_torch_goes_through_a_writable_alias(monkeypatch):
+    from interop.frameworks import torch_
+
+    class ReadOnly:
+        __cuda_array_interface__ = dict(_DeviceBuffer.__cuda_array_interface__,
+                                        data=(0x7F0000000000, True))
+
+    seen = []
+    monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: seen.append(obj) or "t")
+    src = ReadOnly()
+    torch_._from_cai(src)
+    alias = seen[0]
+    assert alias.__cuda_array_interface__["data"] == (0x7F0000000000, False)
+    assert alias.owner is src  # keeps the producer alive
+
+
+def test_cai_stream_makes_torch_wait(monkeypatch):
+    from interop.frameworks import torch_
+
+    class OnStream:
+        __cuda_array_interface__ = dict(_DeviceBuffer.__cuda_array_interface__, stream=0x1234)
+
+    waits = []
+
+    class External:
+        def __init__(self, ptr):
+            self.ptr, self.device = ptr, "cuda:0"
+
+    class Current:
+        def wait_stream(self, s):
+            waits.append(s.ptr)
+
+    monkeypatch.setattr(torch.cuda, "ExternalStream", External)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: Current())
+    monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: "t")
+    torch_._from_cai(OnStream())
+    assert waits == [0x1234]
+    monkeypatch.setenv("CUPY_CUDA_ARRAY_INTERFACE_SYNC", "0")
+    torch_._from_cai(OnStream())
+    assert waits == [0x1234]  # the user's opt-out is honoured
+
