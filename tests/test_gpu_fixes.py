@@ -149,3 +149,18 @@ def test_empty_arrays_into_and_out_of_jax_stay_on_their_device():
     t = interop.to_framework(empty, "torch")
     assert t.is_cuda and tuple(t.shape) == (0, 3)
     assert interop.to_framework(empty, "jax", copy=True).shape == (0, 3)
+
+
+def test_demo_runs_on_the_gpu_end_to_end_with_zero_copy_device_handovers():
+    import json
+
+    r = subprocess.run([sys.executable, "-m", "interop", "demo", "--device", "cuda",
+                        "--rows", "20000", "--json"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = json.loads(r.stdout)
+    hand = {h["column"]: h for s in d["steps"] for h in s.get("handover", {}).values()}
+    assert hand["prediction (torch)"]["zero_copy"] and hand["y (torch)"]["zero_copy"]
+    assert hand["prediction (torch)"]["plan_zero_copy"]
+    assert not hand["x1"]["zero_copy"]  # host Arrow -> a CUDA tensor is a copy, and says so
+    assert all(h["ms"] >= 0 for h in hand.values())

@@ -153,7 +153,7 @@ def run(rows: int, device: str, report: Report, progress: Progress, workdir: str
     torch.manual_seed(0)
     X = torch.stack([cols[c] for c in FEATURES], dim=1)  # the model's own copy (AoS)
     target = cols["y"]
-    model = torch.nn.Linear(len(FEATURES), 1)
+    model = torch.nn.Linear(len(FEATURES), 1, device=X.device)  # where the data is
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     epochs = 8
     loss = torch.tensor(0.0)
@@ -175,7 +175,10 @@ def run(rows: int, device: str, report: Report, progress: Progress, workdir: str
     t0 = progress.start("handing predictions to JAX")
 
     jpred, h_pred = handover(pred, "jax", "prediction (torch)")
-    jy, h_y = handover(table["y"], "jax", "y (pyarrow)")
+    if tdev is None:  # the Arrow column, on the host as the prediction is
+        jy, h_y = handover(table["y"], "jax", "y (pyarrow)")
+    else:  # the target already on the GPU, as torch holds it
+        jy, h_y = handover(target, "jax", "y (torch)")
     report.step("torch prediction and Arrow target -> JAX", (time.perf_counter() - t0) * 1e3,
                 "", {"prediction": h_pred, "y": h_y})
 
@@ -193,7 +196,8 @@ def run(rows: int, device: str, report: Report, progress: Progress, workdir: str
 
     # 5. back to Arrow -----------------------------------------------------------------
     t0 = time.perf_counter()
-    ascore, h_score = handover(scores, "pyarrow", "score (jax)")
+    ascore, h_score = handover(scores, "pyarrow", "score (jax)",  # Arrow lives on the host
+                               device=None if tdev is None else "cpu")
     out = table.append_column("score", ascore)
     by_group = out.group_by("group").aggregate([("score", "mean")]).sort_by("group")
     means = [round(v, 4) for v in by_group["score_mean"].to_pylist()]
