@@ -117,6 +117,67 @@ def test_numba_check_passes_without_contexts() -> None:
     adapter.check([0])  # no Numba context exists on a CPU machine: nothing to refuse
 
 
+# Numba's own Device and Context classes (numba-cuda's when installed), registered where
+# Numba keeps them (driver.driver.devices). Only Device.__init__, which asks the hardware for
+# the device's attributes, is skipped; Context.__init__ binds the memory manager as it does
+# on a GPU. Each scenario runs in a fresh interpreter so the registry starts empty.
+_NUMBA_CONTEXT = """
+import numba.cuda
+from numba.cuda.cudadrv import driver
+from mempool.adapters import numba as adapter
+from mempool.errors import OrderError
+
+def numba_context(devnum):
+    device = object.__new__(driver.Device)
+    device.id, device.primary_context = devnum, None
+    driver.driver.devices[devnum] = device
+    device.primary_context = driver.Context(device, None)
+    return device.primary_context
+"""
+
+
+def test_numba_context_created_first_is_an_order_error() -> None:
+    result = _run(_NUMBA_CONTEXT + textwrap.dedent(
+        """
+        adapter.check([0])  # nothing created yet
+        print(type(numba_context(0).memory_manager).__name__)
+        adapter.check([1])  # another device: no context there
+        try:
+            adapter.check([0])
+        except OrderError as e:
+            print(e)
+        print(adapter.status())
+        """
+    ))
+    assert result.returncode == 0, result.stderr
+    manager, error, report = result.stdout.strip().splitlines()
+    assert manager == "NumbaCUDAMemoryManager"
+    assert error.startswith("Numba already created its CUDA context on device 0 with "
+                            "NumbaCUDAMemoryManager")
+    assert report == "not routed: Numba allocates with NumbaCUDAMemoryManager"
+
+
+def test_numba_context_created_after_the_plugin_is_routed() -> None:
+    result = _run(_NUMBA_CONTEXT + textwrap.dedent(
+        """
+        state = adapter.install({})
+        print(type(numba_context(0).memory_manager).__name__)
+        adapter.check([0])  # the context already allocates through RMM: nothing to refuse
+        print(adapter.status())
+        adapter.uninstall(state)
+        numba_context(1)  # a context made with Numba's own manager while RMM's is not set
+        adapter.install({})
+        print(adapter.status())
+        """
+    ))
+    assert result.returncode == 0, result.stderr
+    manager, routed, stale = result.stdout.strip().splitlines()
+    assert manager == "RMMNumbaManager"
+    assert routed == "routed: numba.cuda.set_memory_manager(RMMNumbaManager)"
+    assert stale.startswith("not routed: RMMNumbaManager is set, but Numba's context on "
+                            "device(s) [1] was created earlier")
+
+
 # --- PyTorch ----------------------------------------------------------------------------
 
 def test_torch_without_cuda_is_reported_and_left_alone(resources) -> None:
