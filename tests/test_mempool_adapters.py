@@ -254,6 +254,83 @@ def test_jax_started_on_cpu_is_not_routed_and_not_touched() -> None:
     )
 
 
+def test_jax_allocator_is_set_before_start_and_both_variables_restored() -> None:
+    result = _run(
+        """
+        import os
+        from mempool.adapters import jax as adapter
+        names = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR")
+        state = adapter.install({}, allocator="platform")
+        print([os.environ.get(n) for n in names])
+        print(adapter.status())
+        adapter.uninstall(state)
+        print([n in os.environ for n in names])
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    values, report, left = result.stdout.strip().splitlines()
+    assert values == "['false', 'platform']"
+    assert report == ("not routed: no allocator hook; XLA_PYTHON_CLIENT_PREALLOCATE=false: it "
+                      "allocates on demand beside the pool; XLA_PYTHON_CLIENT_ALLOCATOR=platform")
+    assert left == "[False, False]"
+
+
+def test_jax_allocator_conflicting_with_the_environment_changes_nothing() -> None:
+    result = _run(
+        """
+        import os
+        from mempool.adapters import jax as adapter
+        from mempool.errors import ConfigError
+        try:
+            adapter.install({}, allocator="platform")
+        except ConfigError as e:
+            print(e)
+        print(os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
+              os.environ["XLA_PYTHON_CLIENT_ALLOCATOR"])
+        """,
+        XLA_PYTHON_CLIENT_ALLOCATOR="cuda_async",
+    )
+    assert result.returncode == 0, result.stderr
+    error, left = result.stdout.strip().splitlines()
+    assert error.startswith("jax_allocator='platform' but the environment already sets "
+                            "XLA_PYTHON_CLIENT_ALLOCATOR='cuda_async'")
+    assert left == "None cuda_async"
+
+
+def test_jax_allocator_after_jax_started_warns_and_changes_nothing() -> None:
+    result = _run(
+        """
+        import os, warnings
+        import jax.numpy as jnp
+        jnp.ones(3).block_until_ready()  # the backend is up: too late for any XLA variable
+        from mempool.adapters import jax as adapter
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            state = adapter.install({}, allocator="cuda_async")
+        print(" | ".join(str(w.message) for w in caught))
+        print("XLA_PYTHON_CLIENT_ALLOCATOR" in os.environ, adapter.memory())
+        adapter.uninstall(state)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    warning, left = result.stdout.strip().splitlines()
+    assert warning.startswith("JAX already started, so jax_allocator='cuda_async' "
+                              "(XLA_PYTHON_CLIENT_ALLOCATOR) has no effect in this process")
+    assert left == "False {}"  # untouched; a CPU backend holds no GPU memory to report
+
+
+def test_jax_memory_is_described_per_device() -> None:
+    from mempool.adapters import jax as adapter
+
+    # The shape jax.Device.memory_stats() returns on a GPU (a stand-in: no GPU here).
+    held = {"cuda:0": {"bytes_in_use": 3 << 30, "peak_bytes_in_use": 4 << 30,
+                       "bytes_limit": 60 << 30},
+            "cuda:1": {"bytes_in_use": 0}}
+    assert adapter.describe_memory(held) == (
+        "cuda:0 holds 3.0 GiB in use (peak 4.0 GiB, limit 60.0 GiB); cuda:1 holds 0 B in use"
+    )
+
+
 def test_tensorflow_env_var_set_and_restored(monkeypatch) -> None:
     monkeypatch.setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false")  # the user's choice wins
     state = tf_adapter.install({})

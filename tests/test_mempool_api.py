@@ -100,6 +100,7 @@ def test_context_manager_without_device_raises_on_entry() -> None:
         ({"limit": "1%%"}, r"limit='1%%'"),
         ({"managed": "yes"}, r"managed='yes': pass True or False"),
         ({"frameworks": ["mxnet"]}, r"unknown framework 'mxnet'"),
+        ({"jax_allocator": "bfc"}, r"jax_allocator='bfc': pass None .*'platform' or 'cuda_async'"),
     ],
 )
 def test_bad_arguments_are_config_errors_even_without_device(kwargs, match) -> None:
@@ -134,6 +135,8 @@ def test_second_pool_with_same_settings_is_fine_different_is_an_error() -> None:
     assert "live pool: devices [0]: initial 1.0 GiB, CUDA memory" in message
     assert "requested: devices [0]: initial 2.0 GiB, managed memory" in message
     assert "pool.close()" in message
+    with pytest.raises(ConfigError, match="JAX allocator platform"):
+        api.check_conflict(_settings(), _settings(jax_allocator="platform"))
 
 
 def test_resource_stack_is_built_from_real_rmm_resources() -> None:

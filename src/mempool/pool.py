@@ -37,6 +37,11 @@ class Settings:
     limit: tuple[int | None, ...]
     managed: bool
     frameworks: tuple[str, ...]
+    jax_allocator: str | None = None  # XLA_PYTHON_CLIENT_ALLOCATOR to set before JAX starts
+
+    def options(self) -> dict[str, dict[str, Any]]:
+        """Per framework, the keyword arguments its adapter's ``install`` takes."""
+        return {"jax": {"allocator": self.jax_allocator}}
 
     def describe(self) -> str:
         """One line, e.g. ``devices [0]: initial 8.0 GiB, maximum 30.0 GiB, CUDA memory``."""
@@ -50,7 +55,10 @@ class Settings:
         if any(v is not None for v in self.limit):
             text += f", limit {per_device(self.limit)}"
         text += ", managed memory" if self.managed else ", CUDA memory"
-        return text + f", frameworks {list(self.frameworks)}"
+        text += f", frameworks {list(self.frameworks)}"
+        if self.jax_allocator is not None:
+            text += f", JAX allocator {self.jax_allocator}"
+        return text
 
 
 @dataclass
@@ -179,7 +187,9 @@ class Pool:
 
     def reinstall(self, chosen: Sequence[ModuleType]) -> None:
         """Re-open a pinned pool: route the frameworks again over the same resources."""
-        self.installed = adapters.install_all(chosen, {s.device: s.top for s in self.stacks})
+        self.installed = adapters.install_all(
+            chosen, {s.device: s.top for s in self.stacks}, self.settings.options()
+        )
         self.closed = False
         self.pinned_by = ()
 
