@@ -100,6 +100,8 @@ def test_context_manager_without_device_raises_on_entry() -> None:
         ({"limit": "1%%"}, r"limit='1%%'"),
         ({"managed": "yes"}, r"managed='yes': pass True or False"),
         ({"frameworks": ["mxnet"]}, r"unknown framework 'mxnet'"),
+        ({"backend": "arena"}, r"backend='arena': pass 'pool' .* or 'async'"),
+        ({"backend": "async", "managed": True}, r"backend='async' with managed=True"),
         ({"jax_allocator": "bfc"}, r"jax_allocator='bfc': pass None .*'platform' or 'cuda_async'"),
     ],
 )
@@ -137,6 +139,40 @@ def test_second_pool_with_same_settings_is_fine_different_is_an_error() -> None:
     assert "pool.close()" in message
     with pytest.raises(ConfigError, match="JAX allocator platform"):
         api.check_conflict(_settings(), _settings(jax_allocator="platform"))
+    with pytest.raises(ConfigError, match=r"async backend \(cudaMallocAsync\)"):
+        api.check_conflict(_settings(), _settings(backend="async"))
+
+
+def test_async_pool_properties_are_built_with_the_real_cuda_bindings() -> None:
+    runtime = pytest.importorskip("cuda.bindings.runtime")
+    from mempool import asyncpool
+
+    props = asyncpool._props(runtime, 1, 3 << 30)
+    assert props.location.type == runtime.cudaMemLocationType.cudaMemLocationTypeDevice
+    assert props.location.id == 1 and props.maxSize == 3 << 30
+    assert props.allocType == runtime.cudaMemAllocationType.cudaMemAllocationTypePinned
+    assert asyncpool._props(runtime, 0, None).maxSize == 0  # no cap
+
+
+@cpu_only
+def test_async_pool_without_device_is_a_clear_error() -> None:
+    pytest.importorskip("cuda.bindings.runtime")
+    from mempool import asyncpool
+
+    with pytest.raises(MempoolError, match=r"^cudaMemPoolCreate failed: cuda"):
+        asyncpool.create(0, 1 << 20, None)
+
+
+def test_status_of_an_async_pool_leaves_out_the_counts_it_does_not_have() -> None:
+    from mempool.report import StatusReport
+
+    report = StatusReport(cuda_devices=1, cuda="1 CUDA device(s)", pool="devices [0]: ...",
+                          pinned_by=(), statistics={0: {
+                              "pool_bytes": 1 << 30, "in_use_bytes": 3 << 20,
+                              "peak_bytes": 5 << 20, "allocations": None,
+                              "total_allocations": None, "total_bytes": None}})
+    assert "  device 0: pool 1.0 GiB, in use 3.0 MiB, peak 5.0 MiB\n" in str(report) + "\n"
+    assert "live allocations" not in str(report)
 
 
 def test_resource_stack_is_built_from_real_rmm_resources() -> None:

@@ -91,6 +91,37 @@ def test_cupy_and_numba_allocations_show_up_in_the_pool_and_close_restores() -> 
     assert "cupy" not in out["routed_after"] and "numba" not in out["routed_after"]
 
 
+def test_async_backend_counts_from_the_driver_and_close_restores() -> None:
+    out = _run(
+        """
+        import gc, json
+        import cupy, rmm.mr
+        import mempool
+        rmm_before = rmm.mr.get_per_device_resource(0)
+        pool = mempool.use_rmm_pool("64MiB", backend="async", frameworks=["cupy"], devices=[0])
+        r = {"top": type(pool.resource(0)).__name__, "start": pool.statistics()[0]}
+        a = cupy.ones(4 << 20, dtype=cupy.uint8)
+        r["ones"] = int(a.sum())
+        r["after_cupy"] = pool.statistics()[0]
+        del a; gc.collect(); cupy.cuda.Device().synchronize()
+        r["after_free"] = pool.statistics()[0]
+        r["text"] = str(mempool.status())
+        pool.close()
+        r["restored"] = rmm.mr.get_per_device_resource(0) is rmm_before
+        print(json.dumps(r))
+        """
+    )
+    assert out["top"] == "CudaAsyncViewMemoryResource"
+    assert out["start"]["pool_bytes"] >= 64 * MiB  # primed: the driver reserved it
+    assert out["ones"] == 4 * MiB
+    assert out["after_cupy"]["in_use_bytes"] - out["start"]["in_use_bytes"] >= 4 * MiB
+    assert out["after_cupy"]["peak_bytes"] >= 4 * MiB
+    assert out["after_free"]["in_use_bytes"] == out["start"]["in_use_bytes"]
+    assert out["after_free"]["pool_bytes"] >= 64 * MiB  # kept, not released
+    assert "async backend" in out["text"] and "live allocations" not in out["text"]
+    assert out["restored"] is True
+
+
 def test_torch_allocations_show_up_and_close_pins_the_pool() -> None:
     out = _run(
         """
@@ -201,12 +232,13 @@ import cupy, torch
 import mempool
 if not torch.cuda.is_available():
     print(json.dumps({"skip": "this torch has no CUDA"})); raise SystemExit
-use_pool = sys.argv[1] == "pool"
+use_pool = sys.argv[1] != "plain"
 GiB = 1 << 30
 def used():
     free, total = cupy.cuda.runtime.memGetInfo(); return total - free
 base = used()  # CuPy's context exists from here on; PyTorch's starts inside the pipeline
-pool = mempool.use_rmm_pool("256MiB", frameworks=["cupy", "torch"]) if use_pool else None
+pool = (mempool.use_rmm_pool("256MiB", frameworks=["cupy", "torch"], backend=sys.argv[1])
+        if use_pool else None)
 a = cupy.ones(2 * GiB, dtype=cupy.uint8)           # stage 1: CuPy, 2 GiB, then freed
 checksum = int(a[:1024].sum()); del a; gc.collect()
 cupy.cuda.Device().synchronize()
@@ -222,7 +254,8 @@ print(json.dumps(r))
 """
 
 
-def test_pipeline_holds_one_pool_not_one_cache_per_framework() -> None:
+@pytest.mark.parametrize("backend", ["pool", "async"])
+def test_pipeline_holds_one_pool_not_one_cache_per_framework(backend: str) -> None:
     def run(mode: str) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMPOOL_", "XLA_"))}
         result = subprocess.run([sys.executable, "-c", _PIPELINE, mode], capture_output=True,
@@ -234,7 +267,7 @@ def test_pipeline_holds_one_pool_not_one_cache_per_framework() -> None:
         return out
 
     GiB = 1 << 30
-    without, with_pool = run("plain"), run("pool")
+    without, with_pool = run("plain"), run(backend)
     assert without["checksum"] == with_pool["checksum"] == 2048
     # Without the pool: CuPy still caches its freed 2 GiB while PyTorch reserves 2 GiB more.
     assert without["cupy_cached"] >= 2 * GiB and without["torch_reserved"] >= 2 * GiB

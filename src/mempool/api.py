@@ -11,7 +11,7 @@ from . import adapters
 from .adapters.jax import check_allocator
 from .device import current_device, device_memory, require_devices
 from .errors import ConfigError, MissingDependencyError, OrderError
-from .pool import Pool, Settings, activate, restore
+from .pool import BACKENDS, Pool, Settings, activate, restore
 from .sizes import check_size_syntax, is_percent, parse_size
 
 __all__ = ["current_pool", "rmm_pool", "use_rmm_pool"]
@@ -77,6 +77,7 @@ def _resolve_sizes(value: Size, devices: tuple[int, ...], what: str) -> tuple[in
 def _settings(
     initial_size: Size, maximum: Size, limit: Size, managed: bool,
     devices: tuple[int, ...], frameworks: tuple[str, ...], jax_allocator: str | None = None,
+    backend: str = "pool",
 ) -> Settings:
     settings = Settings(
         devices=devices,
@@ -86,6 +87,7 @@ def _settings(
         managed=managed,
         frameworks=frameworks,
         jax_allocator=jax_allocator,
+        backend=backend,
     )
     for device, initial, top in zip(devices, settings.initial, settings.maximum, strict=True):
         if initial is not None and top is not None and top < initial:
@@ -95,6 +97,19 @@ def _settings(
                 "lower initial_size"
             )
     return settings
+
+
+def check_backend(backend: str, managed: bool) -> None:
+    """Raise :class:`ConfigError` for an unknown backend, or ``"async"`` with managed memory."""
+    if backend not in BACKENDS:
+        raise ConfigError(
+            f"backend={backend!r}: pass 'pool' (RMM's pool) or 'async' (cudaMallocAsync)"
+        )
+    if backend == "async" and managed:
+        raise ConfigError(
+            "backend='async' with managed=True: the cudaMallocAsync pool holds device memory "
+            "only; pass backend='pool' for managed memory"
+        )
 
 
 def check_conflict(live: Settings, wanted: Settings) -> None:
@@ -118,6 +133,7 @@ def use_rmm_pool(
     devices: Devices = None,
     frameworks: Iterable[str] | None = None,
     jax_allocator: str | None = None,
+    backend: str = "pool",
 ) -> Pool:
     """Create an RMM pool and route every framework's GPU allocations through it.
 
@@ -127,6 +143,10 @@ def use_rmm_pool(
     handed out. ``managed=True`` builds the pool on managed (oversubscribable) memory.
     *devices*: None (the current device), ``"all"``, an int or a list of ints.
     *frameworks*: names to route (``mempool.adapters.ADAPTERS``); None = every installed one.
+    *backend*: ``"pool"`` (RMM's ``PoolMemoryResource`` under a statistics adaptor) or
+    ``"async"`` (a CUDA stream-ordered pool, ``cudaMallocAsync``, that mempool creates;
+    ``status()`` reads its bytes in use and peak from the driver, so nothing counts on the
+    allocation path). Not with ``managed=True``.
     *jax_allocator*: JAX has no allocator hook and is never routed; before JAX starts the
     pool sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` and, with ``"platform"`` or
     ``"cuda_async"``, ``XLA_PYTHON_CLIENT_ALLOCATOR`` (a warning if JAX already started).
@@ -144,6 +164,7 @@ def use_rmm_pool(
     if not isinstance(managed, bool):
         raise ConfigError(f"managed={managed!r}: pass True or False")
     check_allocator(jax_allocator)
+    check_backend(backend, managed)
     chosen = adapters.select(frameworks)
     names = tuple(a.NAME for a in chosen)
     _import_rmm()
@@ -151,7 +172,7 @@ def use_rmm_pool(
     with _lock:
         wanted = _settings(
             initial_size, maximum, limit, managed, _resolve_devices(devices, count), names,
-            jax_allocator,
+            jax_allocator, backend,
         )
         if _live is not None:
             check_conflict(_live.settings, wanted)

@@ -27,6 +27,8 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from .adapters.jax import check_allocator
+from .api import check_backend
 from .errors import ConfigError, MempoolError, MempoolWarning, MissingDependencyError
 from .sizes import check_size_syntax
 
@@ -83,6 +85,7 @@ class RMMPoolPlugin(WorkerPlugin):
         devices: int | list[int] | str | None = None,
         frameworks: Iterable[str] | None = None,
         jax_allocator: str | None = None,
+        backend: str = "pool",
         strict: bool = True,
     ) -> None:
         for what, value in (("initial_size", initial_size), ("maximum", maximum),
@@ -90,6 +93,8 @@ class RMMPoolPlugin(WorkerPlugin):
             check_size_syntax(value, what=what)
         if not isinstance(strict, bool):
             raise ConfigError(f"strict={strict!r}: pass True or False")
+        check_allocator(jax_allocator)
+        check_backend(backend, managed)
         self.kwargs: dict[str, Any] = {
             "maximum": maximum,
             "limit": limit,
@@ -97,6 +102,7 @@ class RMMPoolPlugin(WorkerPlugin):
             "devices": devices,
             "frameworks": None if frameworks is None else list(frameworks),
             "jax_allocator": jax_allocator,
+            "backend": backend,
         }
         self.initial_size = initial_size
         self.strict = strict

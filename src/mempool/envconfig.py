@@ -11,6 +11,7 @@ from typing import Any
 
 from .adapters.jax import ALLOCATORS
 from .errors import ConfigError
+from .pool import BACKENDS
 from .sizes import check_size_syntax
 
 __all__ = ["config_from_env", "flag"]
@@ -50,6 +51,11 @@ def config_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any]:
             raise ConfigError(
                 f"MEMPOOL_DEVICES={devices!r}: use 'all' or device numbers like '0,1'"
             ) from None
+    backend = env.get("MEMPOOL_BACKEND", "").strip()
+    if backend:
+        if backend not in BACKENDS:
+            raise ConfigError(f"MEMPOOL_BACKEND={backend!r}: use one of {', '.join(BACKENDS)}")
+        config["backend"] = backend
     jax_allocator = env.get("MEMPOOL_JAX_ALLOCATOR", "").strip()
     if jax_allocator:
         if jax_allocator not in ALLOCATORS:
