@@ -171,6 +171,12 @@ def markdown(results: dict[str, Any]) -> str:
         for k, v in g.items():
             lines.append(f"- {k}: " + (f"skipped: {v.get('reason')}" if v.get("skipped")
                                        else "see JSON"))
+    p = results.get("pool")
+    if p:
+        from .pool import markdown as pool_markdown
+
+        lines += pool_markdown(p) if "error" not in p else ["", "## 7. GPU pool", "",
+                                                            f"Error: {p['error']}"]
     if results.get("profile"):
         lines += ["", "## Profile", "", results["profile"]]
     return "\n".join(lines) + "\n"

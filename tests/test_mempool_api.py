@@ -252,10 +252,10 @@ def test_benchmark_skips_cleanly_without_a_gpu() -> None:
     import pathlib
     import runpy
 
-    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "pool_alloc.py"
+    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "pool.py"
     bench = runpy.run_path(str(path))
     report = bench["run"]()
     assert report["skipped"] is True and "no CUDA device" in report["reason"]
     result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
                             timeout=60)
-    assert result.returncode == 0 and "pool_alloc: skipped (no CUDA device" in result.stdout
+    assert result.returncode == 0 and "Skipped: no CUDA device" in result.stdout
