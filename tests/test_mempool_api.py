@@ -259,3 +259,17 @@ def test_benchmark_skips_cleanly_without_a_gpu() -> None:
     result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0 and "Skipped: no CUDA device" in result.stdout
+
+
+def test_statistics_of_a_closed_async_pool_say_it_is_closed() -> None:
+    from mempool.pool import DeviceStack, Pool, _stats_of
+    from mempool.report import StatusReport
+
+    # A backend="async" stack after close(): restore() destroyed the driver's pool.
+    stack = DeviceStack(0, None, pool=object(), limit=None, stats=None, handle=None)
+    stats = _stats_of(stack)
+    assert set(stats.values()) == {None}
+    report = StatusReport(cuda_devices=1, cuda="1 CUDA device(s)", pool="devices [0]: ...",
+                          pinned_by=(), statistics={0: stats})
+    assert "  device 0: closed" in str(report)
+    assert Pool(_settings(backend="async"), [stack], []).resource(0) is stack.pool

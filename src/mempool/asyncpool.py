@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .device import _error_text, _runtime
-from .errors import MempoolError
+from .errors import ConfigError, MempoolError
 
 __all__ = ["create", "destroy", "statistics"]
 
@@ -36,7 +36,13 @@ def _props(runtime: Any, device: int, maximum: int | None) -> Any:
     props.handleTypes = runtime.cudaMemAllocationHandleType.cudaMemHandleTypeNone
     props.location.type = runtime.cudaMemLocationType.cudaMemLocationTypeDevice
     props.location.id = device
-    props.maxSize = maximum or 0  # 0: no cap (up to the device's memory)
+    if hasattr(props, "maxSize"):  # CUDA 12.2+
+        props.maxSize = maximum or 0  # 0: no cap (up to the device's memory)
+    elif maximum is not None:
+        raise ConfigError(
+            f"maximum={maximum} with backend='async' needs cuda-bindings 12.2 or newer (its "
+            "cudaMemPoolProps has no maxSize); upgrade cuda-bindings, or use backend='pool'"
+        )
     return props
 
 

@@ -99,9 +99,15 @@ def build_stack(
     backend: str = "pool", device: int = -1,
 ) -> DeviceStack:
     """Build one device's stack on the *current* device, which is *device*."""
+    import rmm
     import rmm.mr
 
     if backend == "async":
+        if not hasattr(rmm.mr, "CudaAsyncViewMemoryResource"):
+            raise ConfigError(
+                f"backend='async' needs RMM's CudaAsyncViewMemoryResource, which RMM "
+                f"{getattr(rmm, '__version__', '?')} lacks; upgrade RMM, or use backend='pool'"
+            )
         handle = asyncpool.create(device, initial, maximum)
         try:
             pool = rmm.mr.CudaAsyncViewMemoryResource(handle)
@@ -175,6 +181,9 @@ def activate(settings: Settings) -> list[DeviceStack]:
 
 def _stats_of(stack: DeviceStack) -> dict[str, Any]:
     if stack.stats is None:  # backend="async": the driver's counters; it counts no allocations
+        if stack.handle is None:  # closed: the driver's pool is destroyed
+            return dict.fromkeys(("pool_bytes", "in_use_bytes", "peak_bytes", "allocations",
+                                  "total_allocations", "total_bytes"))
         held = asyncpool.statistics(stack.handle)
         return {"pool_bytes": held["reserved"], "in_use_bytes": held["in_use"],
                 "peak_bytes": held["peak"], "allocations": None, "total_allocations": None,

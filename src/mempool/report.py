@@ -53,6 +53,9 @@ class StatusReport:
             pinned = f" [pinned by {', '.join(self.pinned_by)}]" if self.pinned_by else ""
             lines.append(f"pool: {self.pool}{pinned}")
             for device, s in self.statistics.items():
+                if s["pool_bytes"] is None:
+                    lines.append(f"  device {device}: closed")
+                    continue
                 line = (
                     f"  device {device}: pool {format_size(s['pool_bytes'])}, in use "
                     f"{format_size(s['in_use_bytes'])}, peak {format_size(s['peak_bytes'])}"
