@@ -177,6 +177,33 @@ def test_torch_after_cuda_init_is_an_order_error_and_nothing_changes() -> None:
     assert out["untouched"] == [True, True, True]
 
 
+def test_numba_context_first_is_an_order_error_and_nothing_changes() -> None:
+    out = _run(
+        """
+        import json
+        import rmm.mr
+        from numba import cuda
+        from numba.cuda.cudadrv import driver
+        import mempool
+        cuda.current_context()  # Numba creates its context, with its own memory manager
+        before = driver._memory_manager, rmm.mr.get_per_device_resource(0)
+        try:
+            mempool.use_rmm_pool("64MiB", frameworks=["numba"], devices=[0])
+            r = {"error": None}
+        except mempool.OrderError as e:
+            r = {"error": str(e)}
+        r["untouched"] = [driver._memory_manager is before[0],
+                          rmm.mr.get_per_device_resource(0) is before[1],
+                          mempool.current_pool() is None]
+        r["status"] = str(mempool.status().frameworks["numba"])
+        print(json.dumps(r))
+        """
+    )
+    assert out["error"].startswith("Numba already created its CUDA context on device 0")
+    assert out["untouched"] == [True, True, True]
+    assert out["status"].startswith("not routed: Numba allocates with")
+
+
 def test_jax_is_reported_not_routed() -> None:
     out = _run(
         """
