@@ -1,6 +1,6 @@
 """``python -m benchmarks [--quick] [--only a,b] [--out DIR] [--machine NAME]``.
 
-Runs every benchmark (dispatch, sizes, tables, aos_soa, import_time, gpu) and writes
+Runs every benchmark (dispatch, sizes, tables, aos_soa, import_time, gpu, pool) and writes
 ``<out>/<machine>.json``, ``<out>/<machine>.md`` and PNG plots (default out:
 ``benchmarks/results``). ``--quick`` uses tiny sizes and few repetitions (a smoke run).
 """
@@ -20,7 +20,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-SECTIONS = ("import_time", "dispatch", "sizes", "tables", "aos_soa", "gpu")
+SECTIONS = ("import_time", "dispatch", "sizes", "tables", "aos_soa", "gpu", "pool")
 HERE = Path(__file__).resolve().parent
 
 
@@ -40,7 +40,8 @@ def machine_name() -> str:
 
 def _versions() -> dict[str, str]:
     out = {}
-    for pkg in ("interop", "numpy", "torch", "jax", "pyarrow", "pandas", "polars"):
+    for pkg in ("interop", "numpy", "torch", "jax", "pyarrow", "pandas", "polars", "cupy",
+                "rmm-cu12", "numba-cuda"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = {"error": f"{type(e).__name__}: {e}",
                              "traceback": traceback.format_exc()}
             print(results[name]["traceback"], file=sys.stderr)
+        if isinstance(results[name], dict) and results[name].get("skipped"):
+            print(f"[benchmarks] {name}: skipped ({results[name]['reason']})", file=sys.stderr)
         results["meta"]["seconds"][name] = round(time.perf_counter() - t0, 2)
     from .report import bars, write, write_docs
 

@@ -1,8 +1,7 @@
-"""GPU benchmarks: device conversions per pair and the pool's allocate/free.
+"""GPU benchmarks: device conversions per pair.
 
 Without a CUDA device (this machine) everything is skipped with the reason. The pool
-allocate/free vs cudaMalloc/cudaFree benchmark lives in ``benchmarks/pool_alloc.py`` (the
-mempool package); it is called here when present.
+(allocate/free per framework, memory a pipeline holds) is its own section, ``pool``.
 """
 
 from __future__ import annotations
@@ -35,15 +34,6 @@ def run(quick: bool = False) -> dict[str, Any]:
         out["conversions"] = {"skipped": True, "reason": reason}
     else:  # pragma: no cover - needs a GPU
         out["conversions"] = _device_conversions(quick)
-    try:
-        from . import pool_alloc
-
-        sizes = [1 << 10, 1 << 20] if quick else None
-        out["pool_alloc"] = pool_alloc.run(sizes=sizes)
-    except Exception as e:  # absent, or failed: say so, never abort the run
-        out["pool_alloc"] = {"skipped": True,
-                             "reason": f"benchmarks.pool_alloc unavailable: {type(e).__name__}: "
-                                       f"{e}"}
     return out
 
 

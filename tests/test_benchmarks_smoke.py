@@ -24,12 +24,13 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path),
          "--machine", "smoke", "--no-plots", "--only", "import_time,dispatch,sizes,tables,"
-         "aos_soa,gpu"],
+         "aos_soa,gpu,pool"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     data = json.loads((tmp_path / "smoke.json").read_text())
     assert (tmp_path / "smoke.md").read_text().startswith("# interop benchmarks")
-    for key in ("meta", "bars", "import_time", "dispatch", "sizes", "tables", "aos_soa", "gpu"):
+    for key in ("meta", "bars", "import_time", "dispatch", "sizes", "tables", "aos_soa", "gpu",
+                "pool"):
         assert key in data, key
         assert "error" not in data[key] if isinstance(data[key], dict) else True, data[key]
     pairs = data["dispatch"]["pairs"]
@@ -47,4 +48,44 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     assert "ratio_to_memcpy" in data["aos_soa"] and data["aos_soa"]["correct"]
     assert "import_ms" in data["import_time"] and "cold_plan" in data["import_time"]
     assert data["gpu"]["conversions"].get("skipped") in (True, False)
+    pool = data["pool"]  # the GPU pool: skipped with the reason, or every mode side by side
+    report = (tmp_path / "smoke.md").read_text()
+    assert "## 7. GPU pool" in report
+    if pool["skipped"]:
+        assert pool["reason"].startswith("no CUDA device") and "Skipped: no CUDA" in report
+    else:
+        for framework in ("cupy", "torch"):
+            modes = pool["frameworks"][framework]["modes"]
+            assert set(modes) == {"own", "pool", "pool_async", "cached_pool", "cudaMalloc"}
+            assert all(len(m["us"]) == len(pool["sizes"]) for m in modes.values()), modes
+        assert set(pool["pipeline"]["modes"]) == {"own", "pool", "pool_async", "cached_pool"}
+        assert all("held_mib" in m for m in pool["pipeline"]["modes"].values())
     assert len(data["bars"]) == 4
+
+
+def test_pool_section_renders_every_mode_and_ratio() -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import pool
+
+    # The shape run() returns on a GPU (stand-in numbers: no GPU here), two sizes.
+    us = {"own": [4.0, 5.0], "pool": [10.0, 12.0], "pool_async": [6.0, 5.0],
+          "cached_pool": [4.4, 5.5], "cudaMalloc": [80.0, 120.0]}
+    modes = {m: {"us": v} for m, v in us.items()}
+    ratios = pool._ratios(modes)
+    assert ratios["pool/own"] == [2.5, 2.4] and ratios["cudaMalloc/pool_async"] == [
+        80.0 / 6.0, 24.0]
+    result = {"skipped": False, "sizes": [4096, 1 << 30],
+              "frameworks": {"cupy": {"modes": modes, "ratios": ratios}},
+              "rmm_resource": {"us": {"cudaMalloc": [90.0, 900.0], "pool": [7.0, 7.5]}},
+              "pipeline": {"bytes": 2 << 30, "modes": {
+                  "own": {"held_mib": 4096.0, "alive_mib": 2048.0},
+                  "pool": {"held_mib": 2304.0, "alive_mib": 2048.0, "pool_mib": 2304.0,
+                           "peak_mib": 2048.0}}}}
+    text = "\n".join(pool.markdown(result))
+    assert "| 4 KiB | 4.0 | 10.0 | 6.0 | 4.4 | 80.0 | 2.50 | 1.50 | 1.10 |" in text
+    assert "| 1 GiB | 900.0 | 7.5 |" in text
+    assert "| own | 4096 |  |  |" in text and "| pool | 2304 | 2304 | 2048 |" in text
+    assert pool.markdown({"skipped": True, "reason": "no CUDA device: x"})[-1] == (
+        "Skipped: no CUDA device: x.")

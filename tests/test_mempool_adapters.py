@@ -117,6 +117,67 @@ def test_numba_check_passes_without_contexts() -> None:
     adapter.check([0])  # no Numba context exists on a CPU machine: nothing to refuse
 
 
+# Numba's own Device and Context classes (numba-cuda's when installed), registered where
+# Numba keeps them (driver.driver.devices). Only Device.__init__, which asks the hardware for
+# the device's attributes, is skipped; Context.__init__ binds the memory manager as it does
+# on a GPU. Each scenario runs in a fresh interpreter so the registry starts empty.
+_NUMBA_CONTEXT = """
+import numba.cuda
+from numba.cuda.cudadrv import driver
+from mempool.adapters import numba as adapter
+from mempool.errors import OrderError
+
+def numba_context(devnum):
+    device = object.__new__(driver.Device)
+    device.id, device.primary_context = devnum, None
+    driver.driver.devices[devnum] = device
+    device.primary_context = driver.Context(device, None)
+    return device.primary_context
+"""
+
+
+def test_numba_context_created_first_is_an_order_error() -> None:
+    result = _run(_NUMBA_CONTEXT + textwrap.dedent(
+        """
+        adapter.check([0])  # nothing created yet
+        print(type(numba_context(0).memory_manager).__name__)
+        adapter.check([1])  # another device: no context there
+        try:
+            adapter.check([0])
+        except OrderError as e:
+            print(e)
+        print(adapter.status())
+        """
+    ))
+    assert result.returncode == 0, result.stderr
+    manager, error, report = result.stdout.strip().splitlines()
+    assert manager == "NumbaCUDAMemoryManager"
+    assert error.startswith("Numba already created its CUDA context on device 0 with "
+                            "NumbaCUDAMemoryManager")
+    assert report == "not routed: Numba allocates with NumbaCUDAMemoryManager"
+
+
+def test_numba_context_created_after_the_plugin_is_routed() -> None:
+    result = _run(_NUMBA_CONTEXT + textwrap.dedent(
+        """
+        state = adapter.install({})
+        print(type(numba_context(0).memory_manager).__name__)
+        adapter.check([0])  # the context already allocates through RMM: nothing to refuse
+        print(adapter.status())
+        adapter.uninstall(state)
+        numba_context(1)  # a context made with Numba's own manager while RMM's is not set
+        adapter.install({})
+        print(adapter.status())
+        """
+    ))
+    assert result.returncode == 0, result.stderr
+    manager, routed, stale = result.stdout.strip().splitlines()
+    assert manager == "RMMNumbaManager"
+    assert routed == "routed: numba.cuda.set_memory_manager(RMMNumbaManager)"
+    assert stale.startswith("not routed: RMMNumbaManager is set, but Numba's context on "
+                            "device(s) [1] was created earlier")
+
+
 # --- PyTorch ----------------------------------------------------------------------------
 
 def test_torch_without_cuda_is_reported_and_left_alone(resources) -> None:
@@ -190,6 +251,83 @@ def test_jax_started_on_cpu_is_not_routed_and_not_touched() -> None:
     assert touched == "False"
     assert report == (
         "not routed: no allocator hook; its runtime started without a GPU (it holds no GPU memory)"
+    )
+
+
+def test_jax_allocator_is_set_before_start_and_both_variables_restored() -> None:
+    result = _run(
+        """
+        import os
+        from mempool.adapters import jax as adapter
+        names = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR")
+        state = adapter.install({}, allocator="platform")
+        print([os.environ.get(n) for n in names])
+        print(adapter.status())
+        adapter.uninstall(state)
+        print([n in os.environ for n in names])
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    values, report, left = result.stdout.strip().splitlines()
+    assert values == "['false', 'platform']"
+    assert report == ("not routed: no allocator hook; XLA_PYTHON_CLIENT_PREALLOCATE=false: it "
+                      "allocates on demand beside the pool; XLA_PYTHON_CLIENT_ALLOCATOR=platform")
+    assert left == "[False, False]"
+
+
+def test_jax_allocator_conflicting_with_the_environment_changes_nothing() -> None:
+    result = _run(
+        """
+        import os
+        from mempool.adapters import jax as adapter
+        from mempool.errors import ConfigError
+        try:
+            adapter.install({}, allocator="platform")
+        except ConfigError as e:
+            print(e)
+        print(os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
+              os.environ["XLA_PYTHON_CLIENT_ALLOCATOR"])
+        """,
+        XLA_PYTHON_CLIENT_ALLOCATOR="cuda_async",
+    )
+    assert result.returncode == 0, result.stderr
+    error, left = result.stdout.strip().splitlines()
+    assert error.startswith("jax_allocator='platform' but the environment already sets "
+                            "XLA_PYTHON_CLIENT_ALLOCATOR='cuda_async'")
+    assert left == "None cuda_async"
+
+
+def test_jax_allocator_after_jax_started_warns_and_changes_nothing() -> None:
+    result = _run(
+        """
+        import os, warnings
+        import jax.numpy as jnp
+        jnp.ones(3).block_until_ready()  # the backend is up: too late for any XLA variable
+        from mempool.adapters import jax as adapter
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            state = adapter.install({}, allocator="cuda_async")
+        print(" | ".join(str(w.message) for w in caught))
+        print("XLA_PYTHON_CLIENT_ALLOCATOR" in os.environ, adapter.memory())
+        adapter.uninstall(state)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    warning, left = result.stdout.strip().splitlines()
+    assert warning.startswith("JAX already started, so jax_allocator='cuda_async' "
+                              "(XLA_PYTHON_CLIENT_ALLOCATOR) has no effect in this process")
+    assert left == "False {}"  # untouched; a CPU backend holds no GPU memory to report
+
+
+def test_jax_memory_is_described_per_device() -> None:
+    from mempool.adapters import jax as adapter
+
+    # The shape jax.Device.memory_stats() returns on a GPU (a stand-in: no GPU here).
+    held = {"cuda:0": {"bytes_in_use": 3 << 30, "peak_bytes_in_use": 4 << 30,
+                       "bytes_limit": 60 << 30},
+            "cuda:1": {"bytes_in_use": 0}}
+    assert adapter.describe_memory(held) == (
+        "cuda:0 holds 3.0 GiB in use (peak 4.0 GiB, limit 60.0 GiB); cuda:1 holds 0 B in use"
     )
 
 

@@ -100,6 +100,9 @@ def test_context_manager_without_device_raises_on_entry() -> None:
         ({"limit": "1%%"}, r"limit='1%%'"),
         ({"managed": "yes"}, r"managed='yes': pass True or False"),
         ({"frameworks": ["mxnet"]}, r"unknown framework 'mxnet'"),
+        ({"backend": "arena"}, r"backend='arena': pass 'pool' .* or 'async'"),
+        ({"backend": "async", "managed": True}, r"backend='async' with managed=True"),
+        ({"jax_allocator": "bfc"}, r"jax_allocator='bfc': pass None .*'platform' or 'cuda_async'"),
     ],
 )
 def test_bad_arguments_are_config_errors_even_without_device(kwargs, match) -> None:
@@ -134,6 +137,42 @@ def test_second_pool_with_same_settings_is_fine_different_is_an_error() -> None:
     assert "live pool: devices [0]: initial 1.0 GiB, CUDA memory" in message
     assert "requested: devices [0]: initial 2.0 GiB, managed memory" in message
     assert "pool.close()" in message
+    with pytest.raises(ConfigError, match="JAX allocator platform"):
+        api.check_conflict(_settings(), _settings(jax_allocator="platform"))
+    with pytest.raises(ConfigError, match=r"async backend \(cudaMallocAsync\)"):
+        api.check_conflict(_settings(), _settings(backend="async"))
+
+
+def test_async_pool_properties_are_built_with_the_real_cuda_bindings() -> None:
+    runtime = pytest.importorskip("cuda.bindings.runtime")
+    from mempool import asyncpool
+
+    props = asyncpool._props(runtime, 1, 3 << 30)
+    assert props.location.type == runtime.cudaMemLocationType.cudaMemLocationTypeDevice
+    assert props.location.id == 1 and props.maxSize == 3 << 30
+    assert props.allocType == runtime.cudaMemAllocationType.cudaMemAllocationTypePinned
+    assert asyncpool._props(runtime, 0, None).maxSize == 0  # no cap
+
+
+@cpu_only
+def test_async_pool_without_device_is_a_clear_error() -> None:
+    pytest.importorskip("cuda.bindings.runtime")
+    from mempool import asyncpool
+
+    with pytest.raises(MempoolError, match=r"^cudaMemPoolCreate failed: cuda"):
+        asyncpool.create(0, 1 << 20, None)
+
+
+def test_status_of_an_async_pool_leaves_out_the_counts_it_does_not_have() -> None:
+    from mempool.report import StatusReport
+
+    report = StatusReport(cuda_devices=1, cuda="1 CUDA device(s)", pool="devices [0]: ...",
+                          pinned_by=(), statistics={0: {
+                              "pool_bytes": 1 << 30, "in_use_bytes": 3 << 20,
+                              "peak_bytes": 5 << 20, "allocations": None,
+                              "total_allocations": None, "total_bytes": None}})
+    assert "  device 0: pool 1.0 GiB, in use 3.0 MiB, peak 5.0 MiB\n" in str(report) + "\n"
+    assert "live allocations" not in str(report)
 
 
 def test_resource_stack_is_built_from_real_rmm_resources() -> None:
@@ -213,10 +252,24 @@ def test_benchmark_skips_cleanly_without_a_gpu() -> None:
     import pathlib
     import runpy
 
-    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "pool_alloc.py"
+    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "pool.py"
     bench = runpy.run_path(str(path))
     report = bench["run"]()
     assert report["skipped"] is True and "no CUDA device" in report["reason"]
     result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
                             timeout=60)
-    assert result.returncode == 0 and "pool_alloc: skipped (no CUDA device" in result.stdout
+    assert result.returncode == 0 and "Skipped: no CUDA device" in result.stdout
+
+
+def test_statistics_of_a_closed_async_pool_say_it_is_closed() -> None:
+    from mempool.pool import DeviceStack, Pool, _stats_of
+    from mempool.report import StatusReport
+
+    # A backend="async" stack after close(): restore() destroyed the driver's pool.
+    stack = DeviceStack(0, None, pool=object(), limit=None, stats=None, handle=None)
+    stats = _stats_of(stack)
+    assert set(stats.values()) == {None}
+    report = StatusReport(cuda_devices=1, cuda="1 CUDA device(s)", pool="devices [0]: ...",
+                          pinned_by=(), statistics={0: stats})
+    assert "  device 0: closed" in str(report)
+    assert Pool(_settings(backend="async"), [stack], []).resource(0) is stack.pool

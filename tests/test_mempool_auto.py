@@ -32,9 +32,12 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_config_from_env() -> None:
     config = config_from_env({"MEMPOOL_SIZE": "8GiB", "MEMPOOL_MAXIMUM": "30GiB",
                               "MEMPOOL_MANAGED": "yes", "MEMPOOL_DEVICES": "0, 1",
-                              "MEMPOOL_FRAMEWORKS": "cupy,torch"})
+                              "MEMPOOL_FRAMEWORKS": "cupy,torch",
+                              "MEMPOOL_JAX_ALLOCATOR": "cuda_async",
+                              "MEMPOOL_BACKEND": "async"})
     assert config == {"initial_size": "8GiB", "maximum": "30GiB", "limit": None,
-                      "managed": True, "devices": [0, 1], "frameworks": ["cupy", "torch"]}
+                      "managed": True, "devices": [0, 1], "frameworks": ["cupy", "torch"],
+                      "jax_allocator": "cuda_async", "backend": "async"}
     assert config_from_env({}) == {"initial_size": None, "maximum": None, "limit": None,
                                    "managed": False}
     assert config_from_env({"MEMPOOL_DEVICES": "all"})["devices"] == "all"
@@ -47,6 +50,8 @@ def test_config_from_env() -> None:
         ({"MEMPOOL_MAXIMUM": "1.5 XB"}, r"MEMPOOL_MAXIMUM='1.5 XB'"),
         ({"MEMPOOL_MANAGED": "maybe"}, r"MEMPOOL_MANAGED='maybe'"),
         ({"MEMPOOL_DEVICES": "gpu0"}, r"MEMPOOL_DEVICES='gpu0'"),
+        ({"MEMPOOL_JAX_ALLOCATOR": "bfc"}, r"MEMPOOL_JAX_ALLOCATOR='bfc'"),
+        ({"MEMPOOL_BACKEND": "arena"}, r"MEMPOOL_BACKEND='arena': use one of pool, async"),
     ],
 )
 def test_bad_variables_are_named(env: dict[str, str], match: str) -> None:

@@ -91,6 +91,37 @@ def test_cupy_and_numba_allocations_show_up_in_the_pool_and_close_restores() -> 
     assert "cupy" not in out["routed_after"] and "numba" not in out["routed_after"]
 
 
+def test_async_backend_counts_from_the_driver_and_close_restores() -> None:
+    out = _run(
+        """
+        import gc, json
+        import cupy, rmm.mr
+        import mempool
+        rmm_before = rmm.mr.get_per_device_resource(0)
+        pool = mempool.use_rmm_pool("64MiB", backend="async", frameworks=["cupy"], devices=[0])
+        r = {"top": type(pool.resource(0)).__name__, "start": pool.statistics()[0]}
+        a = cupy.ones(4 << 20, dtype=cupy.uint8)
+        r["ones"] = int(a.sum())
+        r["after_cupy"] = pool.statistics()[0]
+        del a; gc.collect(); cupy.cuda.Device().synchronize()
+        r["after_free"] = pool.statistics()[0]
+        r["text"] = str(mempool.status())
+        pool.close()
+        r["restored"] = rmm.mr.get_per_device_resource(0) is rmm_before
+        print(json.dumps(r))
+        """
+    )
+    assert out["top"] == "CudaAsyncViewMemoryResource"
+    assert out["start"]["pool_bytes"] >= 64 * MiB  # primed: the driver reserved it
+    assert out["ones"] == 4 * MiB
+    assert out["after_cupy"]["in_use_bytes"] - out["start"]["in_use_bytes"] >= 4 * MiB
+    assert out["after_cupy"]["peak_bytes"] >= 4 * MiB
+    assert out["after_free"]["in_use_bytes"] == out["start"]["in_use_bytes"]
+    assert out["after_free"]["pool_bytes"] >= 64 * MiB  # kept, not released
+    assert "async backend" in out["text"] and "live allocations" not in out["text"]
+    assert out["restored"] is True
+
+
 def test_torch_allocations_show_up_and_close_pins_the_pool() -> None:
     out = _run(
         """
@@ -146,6 +177,33 @@ def test_torch_after_cuda_init_is_an_order_error_and_nothing_changes() -> None:
     assert out["untouched"] == [True, True, True]
 
 
+def test_numba_context_first_is_an_order_error_and_nothing_changes() -> None:
+    out = _run(
+        """
+        import json
+        import rmm.mr
+        from numba import cuda
+        from numba.cuda.cudadrv import driver
+        import mempool
+        cuda.current_context()  # Numba creates its context, with its own memory manager
+        before = driver._memory_manager, rmm.mr.get_per_device_resource(0)
+        try:
+            mempool.use_rmm_pool("64MiB", frameworks=["numba"], devices=[0])
+            r = {"error": None}
+        except mempool.OrderError as e:
+            r = {"error": str(e)}
+        r["untouched"] = [driver._memory_manager is before[0],
+                          rmm.mr.get_per_device_resource(0) is before[1],
+                          mempool.current_pool() is None]
+        r["status"] = str(mempool.status().frameworks["numba"])
+        print(json.dumps(r))
+        """
+    )
+    assert out["error"].startswith("Numba already created its CUDA context on device 0")
+    assert out["untouched"] == [True, True, True]
+    assert out["status"].startswith("not routed: Numba allocates with")
+
+
 def test_jax_is_reported_not_routed() -> None:
     out = _run(
         """
@@ -191,43 +249,65 @@ def test_context_manager_scopes_the_pool_and_percent_sizes() -> None:
     assert "999 is not a visible CUDA device" in out["bad_device"]
 
 
+# One framework, then the other, 2 GiB each: what the pool is for. Without it each framework
+# keeps what it freed in a cache of its own (CuPy's memory pool, PyTorch's caching allocator);
+# with it, what CuPy freed goes back to the one pool and PyTorch reuses it. The held memory is
+# read from the device (cudaMemGetInfo) and from each framework's own accessors.
 _PIPELINE = """
 import gc, json, sys
-import cupy
-from numba import cuda
+import cupy, torch
 import mempool
-use_pool = sys.argv[1] == "pool"
-cupy.cuda.Device(0).use(); cuda.current_context()  # contexts first: not part of the pipeline
+if not torch.cuda.is_available():
+    print(json.dumps({"skip": "this torch has no CUDA"})); raise SystemExit
+use_pool = sys.argv[1] != "plain"
+GiB = 1 << 30
 def used():
     free, total = cupy.cuda.runtime.memGetInfo(); return total - free
-base = used()
-pool = mempool.use_rmm_pool("96MiB", frameworks=["cupy", "numba"]) if use_pool else None
-a = cupy.ones(64 << 20, dtype=cupy.uint8)          # stage 1: CuPy, 64 MiB
+base = used()  # CuPy's context exists from here on; PyTorch's starts inside the pipeline
+pool = (mempool.use_rmm_pool("256MiB", frameworks=["cupy", "torch"], backend=sys.argv[1])
+        if use_pool else None)
+a = cupy.ones(2 * GiB, dtype=cupy.uint8)           # stage 1: CuPy, 2 GiB, then freed
 checksum = int(a[:1024].sum()); del a; gc.collect()
-b = cuda.device_array(64 << 20, dtype="uint8")      # stage 2: Numba, 64 MiB
-cuda.synchronize()
-r = {"device_used": used() - base}
-if pool is not None:
-    r["peak_bytes"] = pool.statistics()[0]["peak_bytes"]
-    r["pool_bytes"] = pool.statistics()[0]["pool_bytes"]
+cupy.cuda.Device().synchronize()
+b = torch.ones(2 * GiB, dtype=torch.uint8, device="cuda")   # stage 2: PyTorch, 2 GiB, alive
+torch.cuda.synchronize()
+r = {"device_used": used() - base, "checksum": checksum + int(b[:1024].sum()),
+     "cupy_cached": cupy.get_default_memory_pool().total_bytes()}
+if pool is None:  # PyTorch's pluggable-allocator path has no device statistics to read
+    r["torch_reserved"] = torch.cuda.memory_reserved()
+else:
+    r.update({k: pool.statistics()[0][k] for k in ("pool_bytes", "peak_bytes", "in_use_bytes")})
 print(json.dumps(r))
 """
 
 
-def test_pipeline_peak_memory_with_and_without_the_pool() -> None:
+@pytest.mark.parametrize("backend", ["pool", "async"])
+def test_pipeline_holds_one_pool_not_one_cache_per_framework(backend: str) -> None:
     def run(mode: str) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMPOOL_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMPOOL_", "XLA_"))}
         result = subprocess.run([sys.executable, "-c", _PIPELINE, mode], capture_output=True,
                                 text=True, env=env, timeout=300)
         assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout.strip().splitlines()[-1])
+        out = json.loads(result.stdout.strip().splitlines()[-1])
+        if "skip" in out:
+            pytest.skip(out["skip"])
+        return out
 
-    without, with_pool = run("plain"), run("pool")
-    # Without the pool CuPy keeps its freed 64 MiB cached while Numba takes another 64 MiB.
-    assert without["device_used"] >= 128 * MiB
-    # With the pool Numba reuses the block CuPy gave back: one 96 MiB pool covers both.
-    assert with_pool["pool_bytes"] == 96 * MiB
-    assert 64 * MiB <= with_pool["peak_bytes"] < 128 * MiB
-    assert with_pool["device_used"] < without["device_used"]
-    print(f"device memory used: without pool {without['device_used'] / MiB:.0f} MiB, "
-          f"with pool {with_pool['device_used'] / MiB:.0f} MiB")
+    GiB = 1 << 30
+    without, with_pool = run("plain"), run(backend)
+    assert without["checksum"] == with_pool["checksum"] == 2048
+    # Without the pool: CuPy still caches its freed 2 GiB while PyTorch reserves 2 GiB more.
+    assert without["cupy_cached"] >= 2 * GiB and without["torch_reserved"] >= 2 * GiB
+    overhead = without["device_used"] - without["cupy_cached"] - without["torch_reserved"]
+    # With the pool: neither framework caches on its own, the pool's peak is one stage (2 GiB),
+    # and the pool holds no more than that peak plus its 256 MiB initial size ...
+    assert with_pool["cupy_cached"] == 0
+    assert 2 * GiB <= with_pool["peak_bytes"] < 2 * GiB + 64 * MiB
+    assert with_pool["in_use_bytes"] >= 2 * GiB
+    assert with_pool["pool_bytes"] <= with_pool["peak_bytes"] + 256 * MiB + 64 * MiB  # + rounding
+    # ... and the device holds the pool plus the same non-pool overhead (contexts, kernels).
+    assert with_pool["device_used"] <= with_pool["pool_bytes"] + overhead + 64 * MiB
+    assert with_pool["device_used"] <= without["device_used"] - 1536 * MiB
+    print(f"device memory held: without pool {without['device_used'] / MiB:.0f} MiB, "
+          f"with pool {with_pool['device_used'] / MiB:.0f} MiB "
+          f"(pool {with_pool['pool_bytes'] / MiB:.0f} MiB)")

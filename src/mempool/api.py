@@ -8,9 +8,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import adapters
+from .adapters.jax import check_allocator
 from .device import current_device, device_memory, require_devices
 from .errors import ConfigError, MissingDependencyError, OrderError
-from .pool import Pool, Settings, activate, restore
+from .pool import BACKENDS, Pool, Settings, activate, restore
 from .sizes import check_size_syntax, is_percent, parse_size
 
 __all__ = ["current_pool", "rmm_pool", "use_rmm_pool"]
@@ -75,7 +76,8 @@ def _resolve_sizes(value: Size, devices: tuple[int, ...], what: str) -> tuple[in
 
 def _settings(
     initial_size: Size, maximum: Size, limit: Size, managed: bool,
-    devices: tuple[int, ...], frameworks: tuple[str, ...],
+    devices: tuple[int, ...], frameworks: tuple[str, ...], jax_allocator: str | None = None,
+    backend: str = "pool",
 ) -> Settings:
     settings = Settings(
         devices=devices,
@@ -84,6 +86,8 @@ def _settings(
         limit=_resolve_sizes(limit, devices, "limit"),
         managed=managed,
         frameworks=frameworks,
+        jax_allocator=jax_allocator,
+        backend=backend,
     )
     for device, initial, top in zip(devices, settings.initial, settings.maximum, strict=True):
         if initial is not None and top is not None and top < initial:
@@ -93,6 +97,19 @@ def _settings(
                 "lower initial_size"
             )
     return settings
+
+
+def check_backend(backend: str, managed: bool) -> None:
+    """Raise :class:`ConfigError` for an unknown backend, or ``"async"`` with managed memory."""
+    if backend not in BACKENDS:
+        raise ConfigError(
+            f"backend={backend!r}: pass 'pool' (RMM's pool) or 'async' (cudaMallocAsync)"
+        )
+    if backend == "async" and managed:
+        raise ConfigError(
+            "backend='async' with managed=True: the cudaMallocAsync pool holds device memory "
+            "only; pass backend='pool' for managed memory"
+        )
 
 
 def check_conflict(live: Settings, wanted: Settings) -> None:
@@ -115,6 +132,8 @@ def use_rmm_pool(
     managed: bool = False,
     devices: Devices = None,
     frameworks: Iterable[str] | None = None,
+    jax_allocator: str | None = None,
+    backend: str = "pool",
 ) -> Pool:
     """Create an RMM pool and route every framework's GPU allocations through it.
 
@@ -124,6 +143,13 @@ def use_rmm_pool(
     handed out. ``managed=True`` builds the pool on managed (oversubscribable) memory.
     *devices*: None (the current device), ``"all"``, an int or a list of ints.
     *frameworks*: names to route (``mempool.adapters.ADAPTERS``); None = every installed one.
+    *backend*: ``"pool"`` (RMM's ``PoolMemoryResource`` under a statistics adaptor) or
+    ``"async"`` (a CUDA stream-ordered pool, ``cudaMallocAsync``, that mempool creates;
+    ``status()`` reads its bytes in use and peak from the driver, so nothing counts on the
+    allocation path). Not with ``managed=True``.
+    *jax_allocator*: JAX has no allocator hook and is never routed; before JAX starts the
+    pool sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` and, with ``"platform"`` or
+    ``"cuda_async"``, ``XLA_PYTHON_CLIENT_ALLOCATOR`` (a warning if JAX already started).
 
     Order: arguments are validated, then the CUDA device is checked (no device:
     :class:`~mempool.errors.NoDeviceError`), then every framework is checked for order
@@ -137,13 +163,16 @@ def use_rmm_pool(
         check_size_syntax(value, what=what)
     if not isinstance(managed, bool):
         raise ConfigError(f"managed={managed!r}: pass True or False")
+    check_allocator(jax_allocator)
+    check_backend(backend, managed)
     chosen = adapters.select(frameworks)
     names = tuple(a.NAME for a in chosen)
     _import_rmm()
     count = require_devices()
     with _lock:
         wanted = _settings(
-            initial_size, maximum, limit, managed, _resolve_devices(devices, count), names
+            initial_size, maximum, limit, managed, _resolve_devices(devices, count), names,
+            jax_allocator, backend,
         )
         if _live is not None:
             check_conflict(_live.settings, wanted)
@@ -165,7 +194,9 @@ def use_rmm_pool(
             adapter.check(wanted.devices)
         stacks = activate(wanted)
         try:
-            installed = adapters.install_all(chosen, {s.device: s.top for s in stacks})
+            installed = adapters.install_all(
+                chosen, {s.device: s.top for s in stacks}, wanted.options()
+            )
         except BaseException:
             restore(stacks)
             raise

@@ -9,7 +9,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .adapters.jax import ALLOCATORS
 from .errors import ConfigError
+from .pool import BACKENDS
 from .sizes import check_size_syntax
 
 __all__ = ["config_from_env", "flag"]
@@ -49,6 +51,19 @@ def config_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any]:
             raise ConfigError(
                 f"MEMPOOL_DEVICES={devices!r}: use 'all' or device numbers like '0,1'"
             ) from None
+    backend = env.get("MEMPOOL_BACKEND", "").strip()
+    if backend:
+        if backend not in BACKENDS:
+            raise ConfigError(f"MEMPOOL_BACKEND={backend!r}: use one of {', '.join(BACKENDS)}")
+        config["backend"] = backend
+    jax_allocator = env.get("MEMPOOL_JAX_ALLOCATOR", "").strip()
+    if jax_allocator:
+        if jax_allocator not in ALLOCATORS:
+            raise ConfigError(
+                f"MEMPOOL_JAX_ALLOCATOR={jax_allocator!r}: use one of {', '.join(ALLOCATORS)}, "
+                "or leave it unset"
+            )
+        config["jax_allocator"] = jax_allocator
     frameworks = env.get("MEMPOOL_FRAMEWORKS", "").strip()
     if frameworks:
         config["frameworks"] = [f.strip() for f in frameworks.split(",") if f.strip()]

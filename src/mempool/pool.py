@@ -1,11 +1,18 @@
 """The RMM resource stack and the :class:`Pool` handle that owns it.
 
-Per device, top to bottom::
+Per device, top to bottom, ``backend="pool"`` (the default)::
 
     StatisticsResourceAdaptor      bytes in use, peak, allocation counts
     LimitingResourceAdaptor        only with limit=: caps the bytes handed out
     PoolMemoryResource             initial_size, maximum
     CudaMemoryResource | ManagedMemoryResource (managed=True)
+
+``backend="async"``::
+
+    LimitingResourceAdaptor        only with limit=
+    CudaAsyncViewMemoryResource    over a cudaMemPool that mempool creates (initial_size,
+                                   maximum); bytes in use and peak come from the driver's
+                                   counters of that pool, read when asked (see asyncpool)
 
 The top of the stack becomes RMM's per-device resource (``rmm.mr.set_per_device_resource``);
 :meth:`Pool.close` puts the previous resources back.
@@ -19,12 +26,14 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from . import adapters
+from . import adapters, asyncpool
 from .device import current_device, set_device
 from .errors import ConfigError, MempoolWarning
 from .sizes import format_size
 
-__all__ = ["DeviceStack", "Pool", "Settings", "activate", "build_stack", "restore"]
+__all__ = ["BACKENDS", "DeviceStack", "Pool", "Settings", "activate", "build_stack", "restore"]
+
+BACKENDS = ("pool", "async")
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,12 @@ class Settings:
     limit: tuple[int | None, ...]
     managed: bool
     frameworks: tuple[str, ...]
+    jax_allocator: str | None = None  # XLA_PYTHON_CLIENT_ALLOCATOR to set before JAX starts
+    backend: str = "pool"  # "pool": RMM's PoolMemoryResource; "async": a cudaMallocAsync pool
+
+    def options(self) -> dict[str, dict[str, Any]]:
+        """Per framework, the keyword arguments its adapter's ``install`` takes."""
+        return {"jax": {"allocator": self.jax_allocator}}
 
     def describe(self) -> str:
         """One line, e.g. ``devices [0]: initial 8.0 GiB, maximum 30.0 GiB, CUDA memory``."""
@@ -50,7 +65,12 @@ class Settings:
         if any(v is not None for v in self.limit):
             text += f", limit {per_device(self.limit)}"
         text += ", managed memory" if self.managed else ", CUDA memory"
-        return text + f", frameworks {list(self.frameworks)}"
+        if self.backend != "pool":
+            text += f", {self.backend} backend (cudaMallocAsync)"
+        text += f", frameworks {list(self.frameworks)}"
+        if self.jax_allocator is not None:
+            text += f", JAX allocator {self.jax_allocator}"
+        return text
 
 
 @dataclass
@@ -61,28 +81,48 @@ class DeviceStack:
     upstream: Any
     pool: Any
     limit: Any
-    stats: Any
+    stats: Any  # None with backend="async": the driver counts
     previous: Any = None
+    handle: Any = None  # the cudaMemPool_t of backend="async"
 
     @property
     def top(self) -> Any:
-        """The resource RMM hands out allocations from: the statistics adaptor."""
-        return self.stats
+        """The resource RMM hands out allocations from (the topmost adaptor)."""
+        for resource in (self.stats, self.limit, self.pool):
+            if resource is not None:
+                return resource
+        raise AssertionError("a stack always has a pool")  # pragma: no cover
 
 
 def build_stack(
-    *, initial: int | None, maximum: int | None, limit: int | None, managed: bool
+    *, initial: int | None, maximum: int | None, limit: int | None, managed: bool,
+    backend: str = "pool", device: int = -1,
 ) -> DeviceStack:
-    """Build one device's stack on the *current* device (``device`` is filled in by the caller)."""
+    """Build one device's stack on the *current* device, which is *device*."""
+    import rmm
     import rmm.mr
 
+    if backend == "async":
+        if not hasattr(rmm.mr, "CudaAsyncViewMemoryResource"):
+            raise ConfigError(
+                f"backend='async' needs RMM's CudaAsyncViewMemoryResource, which RMM "
+                f"{getattr(rmm, '__version__', '?')} lacks; upgrade RMM, or use backend='pool'"
+            )
+        handle = asyncpool.create(device, initial, maximum)
+        try:
+            pool = rmm.mr.CudaAsyncViewMemoryResource(handle)
+        except BaseException:
+            asyncpool.destroy(handle)
+            raise
+        limiter = None if limit is None else rmm.mr.LimitingResourceAdaptor(pool, limit)
+        return DeviceStack(device, None, pool, limiter, None, handle=handle)
     upstream = rmm.mr.ManagedMemoryResource() if managed else rmm.mr.CudaMemoryResource()
     pool = rmm.mr.PoolMemoryResource(
         upstream, initial_pool_size=initial, maximum_pool_size=maximum
     )
     limiter = None if limit is None else rmm.mr.LimitingResourceAdaptor(pool, limit)
     stats = rmm.mr.StatisticsResourceAdaptor(pool if limiter is None else limiter)
-    return DeviceStack(-1, upstream, pool, limiter, stats)
+    return DeviceStack(device, upstream, pool, limiter, stats)
 
 
 def set_resources(stacks: Sequence[DeviceStack]) -> None:
@@ -95,12 +135,19 @@ def set_resources(stacks: Sequence[DeviceStack]) -> None:
 
 
 def restore(stacks: Sequence[DeviceStack]) -> None:
-    """Give every device back the resource it had before :func:`set_resources`."""
+    """Give every device back the resource it had before :func:`set_resources`.
+
+    A ``backend="async"`` pool is destroyed too; the driver frees it once the last
+    allocation still out (a CuPy array, a Numba array) is freed.
+    """
     import rmm.mr
 
     for stack in reversed(stacks):
         if stack.previous is not None:
             rmm.mr.set_per_device_resource(stack.device, stack.previous)
+        if stack.handle is not None:
+            asyncpool.destroy(stack.handle)
+            stack.handle = None
 
 
 def activate(settings: Settings) -> list[DeviceStack]:
@@ -114,14 +161,14 @@ def activate(settings: Settings) -> list[DeviceStack]:
             set_device(device)
             try:
                 stack = build_stack(
-                    initial=initial, maximum=maximum, limit=limit, managed=settings.managed
+                    initial=initial, maximum=maximum, limit=limit, managed=settings.managed,
+                    backend=settings.backend, device=device,
                 )
             except MemoryError as exc:
                 raise ConfigError(
                     f"could not reserve an initial pool of {format_size(initial)} on device "
                     f"{device} ({exc}); pass a smaller initial_size, e.g. '50%' or '1GiB'"
                 ) from exc
-            stack.device = device
             stacks.append(stack)
         set_resources(stacks)
     except BaseException:
@@ -133,6 +180,14 @@ def activate(settings: Settings) -> list[DeviceStack]:
 
 
 def _stats_of(stack: DeviceStack) -> dict[str, Any]:
+    if stack.stats is None:  # backend="async": the driver's counters; it counts no allocations
+        if stack.handle is None:  # closed: the driver's pool is destroyed
+            return dict.fromkeys(("pool_bytes", "in_use_bytes", "peak_bytes", "allocations",
+                                  "total_allocations", "total_bytes"))
+        held = asyncpool.statistics(stack.handle)
+        return {"pool_bytes": held["reserved"], "in_use_bytes": held["in_use"],
+                "peak_bytes": held["peak"], "allocations": None, "total_allocations": None,
+                "total_bytes": None}
     counts = stack.stats.allocation_counts
     return {
         "pool_bytes": int(stack.pool.pool_size()),
@@ -166,7 +221,7 @@ class Pool:
         return tuple(adapter.NAME for adapter, _ in self.installed)
 
     def resource(self, device: int | None = None) -> Any:
-        """The top RMM resource (statistics adaptor) of *device* (default: the first device)."""
+        """The top RMM resource of *device* (default: the first device)."""
         device = self.devices[0] if device is None else device
         for stack in self.stacks:
             if stack.device == device:
@@ -179,7 +234,9 @@ class Pool:
 
     def reinstall(self, chosen: Sequence[ModuleType]) -> None:
         """Re-open a pinned pool: route the frameworks again over the same resources."""
-        self.installed = adapters.install_all(chosen, {s.device: s.top for s in self.stacks})
+        self.installed = adapters.install_all(
+            chosen, {s.device: s.top for s in self.stacks}, self.settings.options()
+        )
         self.closed = False
         self.pinned_by = ()
 

@@ -53,11 +53,17 @@ class StatusReport:
             pinned = f" [pinned by {', '.join(self.pinned_by)}]" if self.pinned_by else ""
             lines.append(f"pool: {self.pool}{pinned}")
             for device, s in self.statistics.items():
-                lines.append(
+                if s["pool_bytes"] is None:
+                    lines.append(f"  device {device}: closed")
+                    continue
+                line = (
                     f"  device {device}: pool {format_size(s['pool_bytes'])}, in use "
-                    f"{format_size(s['in_use_bytes'])}, peak {format_size(s['peak_bytes'])}, "
-                    f"{s['allocations']} live allocations ({s['total_allocations']} in total)"
+                    f"{format_size(s['in_use_bytes'])}, peak {format_size(s['peak_bytes'])}"
                 )
+                if s["allocations"] is not None:
+                    line += (f", {s['allocations']} live allocations "
+                             f"({s['total_allocations']} in total)")
+                lines.append(line)
         lines.append("frameworks:")
         width = max(len(n) for n in self.frameworks) if self.frameworks else 0
         for name, s in self.frameworks.items():

@@ -5,7 +5,7 @@ Every adapter module has the same small interface::
     NAME: str                      # the name users pass in frameworks=[...]
     MODULE: str                    # the importable package, checked without importing it
     check(devices) -> None         # raise OrderError if it is too late; changes nothing
-    install(resources) -> state    # hook the framework; return what uninstall needs
+    install(resources, **options) -> state  # hook the framework; return what uninstall needs
     uninstall(state) -> bool       # put the previous hook back; False if that is impossible
     status() -> FrameworkStatus    # the live truth, read from the framework; imports nothing
 
@@ -63,13 +63,19 @@ def select(frameworks: Iterable[str] | None) -> list[ModuleType]:
 
 
 def install_all(
-    adapters: Sequence[ModuleType], resources: Mapping[int, Any]
+    adapters: Sequence[ModuleType],
+    resources: Mapping[int, Any],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[tuple[ModuleType, Any]]:
-    """Install *adapters* in order; if one fails, uninstall the ones before it and re-raise."""
+    """Install *adapters* in order; if one fails, uninstall the ones before it and re-raise.
+
+    *options* maps a framework's name to the keyword arguments of its ``install``.
+    """
+    options = options or {}
     installed: list[tuple[ModuleType, Any]] = []
     try:
         for adapter in adapters:
-            installed.append((adapter, adapter.install(resources)))
+            installed.append((adapter, adapter.install(resources, **options.get(adapter.NAME, {}))))
     except BaseException:
         uninstall_all(installed)
         raise

@@ -16,22 +16,25 @@ from ._base import FrameworkStatus, is_installed
 NAME = "numba"
 MODULE = "numba"
 _DRIVER = "numba.cuda.cudadrv.driver"
-_DEVICES = "numba.cuda.cudadrv.devices"
 
 
 def _live_contexts() -> dict[int, Any]:
-    """Numba's already-created CUDA contexts by device, without creating any."""
-    devices = sys.modules.get(_DEVICES)
-    if devices is None:
+    """Numba's already-created CUDA contexts by device, without creating any.
+
+    Read from the registry Numba itself keeps: ``driver.driver.devices`` (device number ->
+    ``Device``), where a ``Device`` holds its ``primary_context`` once Numba created it (and
+    with it bound a memory manager). ``numba.cuda.gpus.lst`` is no guide: numba-cuda 0.30
+    caches it with ``functools.cache``, so it never appears in the instance ``__dict__``.
+    """
+    module = sys.modules.get(_DRIVER)
+    registry = getattr(getattr(module, "driver", None), "devices", None)
+    if not registry:
         return {}
-    runtime = getattr(devices, "_runtime", None)
-    gpus = getattr(runtime, "gpus", None)
     contexts = {}
-    for gpu in getattr(gpus, "__dict__", {}).get("lst", ()):  # "lst" exists once Numba looked
-        device = getattr(gpu, "_device", gpu)
+    for device in list(registry.values()):
         context = getattr(device, "primary_context", None)
         if context is not None:
-            contexts[device.id] = context
+            contexts[int(device.id)] = context
     return contexts
 
 
