@@ -36,3 +36,18 @@ def test_gpu_extras_per_cuda_major_version() -> None:
         assert any(r.startswith(f"numba-cuda[cu{major}]") for r in extras[f"gpu-cu{major}"])
     for deps in extras.values():  # torch and JAX CUDA builds come from their own channels
         assert not any(d.startswith(("torch==", "jax[cuda")) for d in deps)
+
+
+def test_missing_rmm_names_both_cuda_extras(monkeypatch) -> None:
+    import sys
+
+    import pytest
+
+    from mempool.api import _import_rmm
+    from mempool.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "rmm", None)
+    monkeypatch.setitem(sys.modules, "rmm.mr", None)
+    with pytest.raises(MissingDependencyError) as e:
+        _import_rmm()
+    assert "interop[gpu-cu12]" in str(e.value) and "interop[gpu-cu13]" in str(e.value)

@@ -42,7 +42,8 @@ def _import_rmm() -> None:
         import rmm.mr  # noqa: F401
     except ImportError as exc:
         raise MissingDependencyError(
-            f"use_rmm_pool() needs RMM ({exc}); install the GPU extra: pip install rmm-cu12"
+            f"use_rmm_pool() needs RMM ({exc}); install the GPU extra of your CUDA major "
+            'version (nvidia-smi shows it): pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"'
         ) from exc
 
 

@@ -19,9 +19,10 @@ __all__ = [
 def _runtime() -> Any:
     try:
         from cuda.bindings import runtime
-    except ImportError as exc:  # pragma: no cover - cuda-bindings ships with rmm-cu12
+    except ImportError as exc:  # pragma: no cover - cuda-bindings ships with RMM
         raise MissingDependencyError(
-            "cuda-bindings is not installed; install the GPU extra: pip install rmm-cu12"
+            "cuda-bindings is not installed; install the GPU extra of your CUDA major version: "
+            'pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"'
         ) from exc
     return runtime
 
