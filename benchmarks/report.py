@@ -167,13 +167,40 @@ def markdown(results: dict[str, Any]) -> str:
                 lines.append(f"| {k} | {v['cold_us']:.1f} | {v['cached_us']:.2f} |")
     g = results.get("gpu")
     if g:
-        lines += ["", "## 6. GPU", ""]
-        for k, v in g.items():
-            lines.append(f"- {k}: " + (f"skipped: {v.get('reason')}" if v.get("skipped")
-                                       else "see JSON"))
+        lines += ["", "## 6. GPU", ""] + gpu_lines(g)
     if results.get("profile"):
         lines += ["", "## Profile", "", results["profile"]]
     return "\n".join(lines) + "\n"
+
+
+def gpu_lines(g: dict[str, Any]) -> list[str]:
+    """Markdown for the ``gpu`` section: each device pair against its native call, the pool."""
+    lines = []
+    conv = g.get("conversions", {})
+    if conv.get("skipped"):
+        lines.append(f"- conversions: skipped: {conv.get('reason')}")
+    elif conv:
+        lines += [f"Device: {conv['device']}. float32, {conv['elements']} elements; every call "
+                  "followed by a device synchronize; medians of "
+                  f"{conv['repeat']} interleaved samples (us per call).", "",
+                  "| pair | native call | native | interop | overhead (paired) |",
+                  "|---|---|---|---|---|"]
+        for p in conv["pairs"]:
+            if p.get("skipped"):
+                lines.append(f"| {p['pair']} | skipped: {p['reason']} | | | |")
+            else:
+                lines.append(f"| {p['pair']} | `{p['native']}` | {p['native_us']['median']:.1f} "
+                             f"| {p['interop_us']['median']:.1f} "
+                             f"| {p['overhead_paired_us']:+.1f} |")
+        lines.append("")
+    pool = g.get("pool_alloc", {})
+    if pool.get("skipped"):
+        lines.append(f"- pool_alloc: skipped: {pool.get('reason')}")
+    elif pool:
+        lines += ["| allocate+free | RMM pool us | cudaMalloc us | speed-up |", "|---|---|---|---|"]
+        lines += [f"| {fmt_bytes(r['bytes'])} | {r['pool_us']:.2f} | {r['cuda_us']:.2f} "
+                  f"| {r['speedup']:.1f}x |" for r in pool["results"]]
+    return lines
 
 
 def plots(results: dict[str, Any], out: Path, machine: str) -> list[str]:
