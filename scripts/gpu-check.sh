@@ -36,7 +36,9 @@ step() {  # step NAME COMMAND...: run it, log it, record its exit status
   echo "== $name: $*"
   "$@" >"$LOG/$name.log" 2>&1
   local rc=$?
-  printf '%s\t%s\t%s\n' "$name" "$rc" "$*" >>"$LOG/steps.tsv"
+  local cmd
+  printf -v cmd '%q ' "$@"
+  printf '%s\t%s\t%s\n' "$name" "$rc" "${cmd% }" >>"$LOG/steps.tsv"
   tail -n 3 "$LOG/$name.log"
   [ "$rc" -ne 0 ] && status=1
   return 0
@@ -59,6 +61,7 @@ for fw in tensorflow paddle; do
     step "$fw" "$PY" -m pytest "${pytest_args[@]}" --junitxml="$LOG/$fw.xml" -m "$fw"
   else
     echo "== $fw: not installed, its suite is not run"
+    printf '%s\t-\tnot installed\n' "$fw" >>"$LOG/steps.tsv"
   fi
 done
 

@@ -77,8 +77,8 @@ def _devices() -> dict[str, str]:
             continue
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            timeout=300)
-        out[name] = (r.stdout.strip() if r.returncode == 0 else
-                     "error: " + (r.stderr.strip().splitlines() or ["?"])[-1])
+        err = [x for x in r.stderr.splitlines() if "Error" in x] or r.stderr.splitlines() or ["?"]
+        out[name] = r.stdout.strip() if r.returncode == 0 else "error: " + err[-1].strip()
     return out
 
 
@@ -164,6 +164,9 @@ def render(logs: Path, command: str = "./scripts/gpu-check.sh", date: str = "") 
         if step is None and not xml.exists():
             lines.append(f"| {run} | not run | | | | |")
             continue
+        if step is not None and step["command"] == "not installed":
+            lines.append(f"| {run} | not run: {run} is not installed | | | | |")
+            continue
         if not xml.exists():
             lines.append(f"| {run} | no results (JUnit XML missing) | | | | {step['rc']} |")
             continue
@@ -215,7 +218,8 @@ def summary(logs: Path) -> str:
             r = junit(xml)
             counts = (f"{r['passed']} passed, {r['failed']} failed, {r['errors']} errors, "
                       f"{r['skipped']} skipped")
-        out.append(f"{name:<12} exit {s['rc']:<4} {counts}")
+        rc = "-" if s["rc"] is None else s["rc"]
+        out.append(f"{name:<13} exit {rc!s:<4} {counts or s['command']}")
     return "\n".join(out)
 
 

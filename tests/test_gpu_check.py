@@ -95,7 +95,8 @@ def logs(tmp_path_factory) -> Path:
         "packages": {"torch": "2.11.0+cu130", "cupy": "14.2.0", "rmm": None, "cudf": None},
         "devices": {"torch": "2.11.0+cu130 13.0 NVIDIA H100 80GB HBM3"}}))
     (d / "steps.tsv").write_text(
-        "gpu\t1\tpython3 -m pytest -m gpu\ntable\t0\tpython3 -m interop table --save-gpu x\n")
+        "gpu\t1\tpython3 -m pytest -m gpu\ntable\t0\tpython3 -m interop table --save-gpu x\n"
+        "paddle\t-\tnot installed\n")
     (d / "gpu-cells.json").write_text(json.dumps({"pairs": [
         {"source": "cupy", "target": "torch-cuda", "status": "zero-copy", "reason": None},
         {"source": "numpy", "target": "cupy", "status": "copy", "reason": "moving copies"}]}))
@@ -126,6 +127,7 @@ def test_report_names_device_versions_counts_cells_and_what_is_missing(logs):
                    "- Date: 2026-11-24T03:00:00Z", "`./scripts/gpu-check.sh (abc1234)`",
                    "| torch | 2.11.0+cu130 |", "Not installed: rmm, cudf.",
                    "| gpu | 1 | 1 | 1 | 3 | 1 |", "| core | not run |",
+                   "| paddle | not run: paddle is not installed |",
                    "skipped (2): needs a CUDA device: none here",
                    "| cupy | torch-cuda | zero-copy |  |",
                    "| numpy | cupy | copy | moving copies |",
