@@ -90,9 +90,3 @@ def jax_on_cpu() -> Iterator[Any]:
     cpu = jax.devices("cpu")[0]
     with jax.default_device(cpu):
         yield cpu
-
-
-def jax_device_kind(x: Any) -> str:
-    """``"cpu"`` or ``"gpu"``: where a JAX array lives, by JAX's own account."""
-    (device,) = x.devices()
-    return device.platform

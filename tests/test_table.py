@@ -210,3 +210,29 @@ def test_gpu_cells_match_the_recorded_device_run():
     if not compared:
         pytest.skip("no recorded GPU cell involves only frameworks installed here at the "
                     "recorded versions")
+
+
+def test_cli_renders_a_recorded_run_and_records_only_on_a_device(fresh, monkeypatch, tmp_path,
+                                                                 capsys):
+    """``--gpu-cells`` renders a recorded run where there is no device; ``--save-gpu`` needs
+    one (stand-ins for the probe and the device: the flags are under test, not the GPU)."""
+    import datetime
+
+    monkeypatch.setattr(table, "build", lambda gpu, skip: fresh)
+    monkeypatch.setattr(table, "cuda_devices", lambda: (0, "no CUDA device (stand-in)"))
+    record = _device_run(fresh)
+    cells = tmp_path / "cells.json"
+    cells.write_text(json.dumps(record))
+    assert table.main(["--markdown", "--gpu-cells", str(cells)]) == 0
+    assert capsys.readouterr().out == table.markdown(fresh, record)
+    with pytest.raises(SystemExit) as e:
+        table.main(["--save-gpu", str(tmp_path / "new.json")])
+    assert e.value.code == 2 and "--save-gpu needs a CUDA device: no CUDA device (stand-in)" in (
+        capsys.readouterr().err)
+    assert not (tmp_path / "new.json").exists()
+    monkeypatch.setattr(table, "cuda_devices", lambda: (1, "1 CUDA device(s)"))
+    monkeypatch.setattr(table, "device_info", lambda: DEVICE)
+    assert table.main(["--save-gpu", str(tmp_path / "new.json")]) == 0
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    assert json.loads((tmp_path / "new.json").read_text()) == json.loads(
+        json.dumps(table.gpu_record(fresh, DEVICE, today)))

@@ -594,6 +594,16 @@ def parse_markdown(md: str) -> dict[tuple[str, str, str], str]:
     return out
 
 
+def _device_run(data: dict[str, Any], n_gpu: int, recorded: str | None) -> dict[str, Any] | None:
+    """The GPU section's run: this probe's on a CUDA machine, else the one ``recorded``."""
+    if n_gpu:
+        import datetime
+
+        today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+        return gpu_record(data, device_info(), today)
+    return load_gpu_record(recorded) if recorded else None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m interop table", description=__doc__.split("\n")[0])
     g = p.add_mutually_exclusive_group()
@@ -615,13 +625,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.save_gpu and not n_gpu:
         p.error(f"--save-gpu needs a CUDA device: {why}")
     data = build(gpu=(n_gpu, why), skip=skip)
-    if n_gpu:  # a device run: the GPU section is this probe's
-        import datetime
-
-        today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-        record = gpu_record(data, device_info(), today)
-    else:
-        record = load_gpu_record(args.gpu_cells) if args.gpu_cells else None
+    if args.save_gpu or args.markdown:
+        record = _device_run(data, n_gpu, args.gpu_cells)
     if args.save_gpu:
         with open(args.save_gpu, "w") as f:
             json.dump(record, f, indent=1)
