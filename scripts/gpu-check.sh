@@ -22,7 +22,7 @@ fi
 
 case "$0" in */*) cd "${0%/*}/.." || exit 1 ;; *) cd .. || exit 1 ;; esac
 PY="${PYTHON:-python3}"
-export PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"  # absolute: tests start children elsewhere
 export XLA_PYTHON_CLIENT_PREALLOCATE=false  # several processes share the GPU
 LOG="${OUT:-${TMPDIR:-/tmp}}/gpu-check"
 rm -rf "$LOG" && mkdir -p "$LOG" || exit 1

@@ -13,6 +13,7 @@ import interop
 from interop.errors import NullsError, ZeroCopyError
 
 pytestmark = pytest.mark.gpu
+pytest.importorskip("cupy", reason="CuPy is not installed: it makes and reads the GPU samples")
 
 GPU = ["cupy", "numba", "torch", "jax", "cudf"]
 DTYPES = ["bool", "float16", "float32", "float64", "complex64", "int32", "uint8"]
@@ -25,6 +26,7 @@ def _make(kind, values):
     c = cupy.asarray(values)
     if kind == "cupy":
         return c
+    pytest.importorskip(kind)
     if kind == "numba":
         from numba import cuda
 
@@ -38,7 +40,8 @@ def _make(kind, values):
 
         return jax.dlpack.from_dlpack(c)
     if kind == "cudf":
-        cudf = pytest.importorskip("cudf")
+        import cudf
+
         return cudf.Series(c)
     raise AssertionError(kind)
 
@@ -177,7 +180,9 @@ def test_kernel_result_in_a_numba_array_reaches_jax_zero_copy():
     """A kernel (CuPy's, so no Numba compiler is needed) fills a Numba device array; the
     array reaches JAX without a copy, by Numba's and JAX's own pointers."""
     import cupy
-    from numba import cuda
+
+    cuda = pytest.importorskip("numba.cuda")
+    pytest.importorskip("jax")
 
     double = cupy.ElementwiseKernel("", "float32 a", "a = i * 2", "double_index")
     d = cuda.device_array(256, dtype=np.float32)
@@ -201,7 +206,8 @@ def _numpy_removed_attribute(e: AttributeError) -> bool:
 def test_numba_kernel_result_reaches_jax_zero_copy():
     from importlib.metadata import version
 
-    from numba import cuda
+    cuda = pytest.importorskip("numba.cuda")
+    pytest.importorskip("jax")
 
     @cuda.jit
     def fill(a):
