@@ -167,10 +167,7 @@ def markdown(results: dict[str, Any]) -> str:
                 lines.append(f"| {k} | {v['cold_us']:.1f} | {v['cached_us']:.2f} |")
     g = results.get("gpu")
     if g:
-        lines += ["", "## 6. GPU", ""]
-        for k, v in g.items():
-            lines.append(f"- {k}: " + (f"skipped: {v.get('reason')}" if v.get("skipped")
-                                       else "see JSON"))
+        lines += ["", "## 6. GPU", ""] + gpu_lines(g)
     p = results.get("pool")
     if p:
         from .pool import markdown as pool_markdown
@@ -180,6 +177,29 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("profile"):
         lines += ["", "## Profile", "", results["profile"]]
     return "\n".join(lines) + "\n"
+
+
+def gpu_lines(g: dict[str, Any]) -> list[str]:
+    """Markdown for the ``gpu`` section: each device pair against its native call."""
+    lines = []
+    conv = g.get("conversions", {})
+    if conv.get("skipped"):
+        lines.append(f"- conversions: skipped: {conv.get('reason')}")
+    elif conv:
+        lines += [f"Device: {conv['device']}. float32, {conv['elements']} elements; every call "
+                  "followed by a device synchronize; medians of "
+                  f"{conv['repeat']} interleaved samples (us per call).", "",
+                  "| pair | native call | native | interop | overhead (paired) |",
+                  "|---|---|---|---|---|"]
+        for p in conv["pairs"]:
+            if p.get("skipped"):
+                lines.append(f"| {p['pair']} | skipped: {p['reason']} | | | |")
+            else:
+                lines.append(f"| {p['pair']} | `{p['native']}` | {p['native_us']['median']:.1f} "
+                             f"| {p['interop_us']['median']:.1f} "
+                             f"| {p['overhead_paired_us']:+.1f} |")
+        lines.append("")
+    return lines
 
 
 def plots(results: dict[str, Any], out: Path, machine: str) -> list[str]:

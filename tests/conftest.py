@@ -1,30 +1,43 @@
-"""Shared test helpers: GPU detection (gpu-marked tests skip without a device)."""
+"""Shared test setup: the machine each test needs.
+
+- ``@pytest.mark.gpu``: needs a CUDA device; skips, with the reason, on a machine without
+  one.
+- ``@pytest.mark.cpu_only``: asserts what happens on a machine *without* a CUDA device
+  (a clear error, a "not probed" cell); skips on a GPU host, where its GPU twin runs.
+- ``jax_cpu`` fixture: JAX arrays the test creates land on the CPU (on a GPU host JAX's
+  default device is the GPU); the fixture's value is the CPU device.
+
+Where a driver is installed but the device query fails (``tests/machine.py``), both markers
+*fail* the test instead of skipping: a broken GPU host never passes as a CPU one.
+"""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
-
-@functools.lru_cache(maxsize=1)
-def cuda_device_count() -> int:
-    """Number of CUDA devices CuPy can see (0 when CuPy or a driver is missing)."""
-    try:
-        import cupy
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:
-        return 0
+from machine import machine
 
 
-def pytest_collection_modifyitems(config, items):
-    if cuda_device_count():
+def pytest_runtest_setup(item):
+    gpu, cpu_only = item.get_closest_marker("gpu"), item.get_closest_marker("cpu_only")
+    if not (gpu or cpu_only):
         return
-    skip = pytest.mark.skip(reason="needs a CUDA device; none is present on this machine")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    m = machine()
+    if m.broken:
+        pytest.fail(f"the CUDA driver is installed but broken: {m.broken}", pytrace=False)
+    if gpu and not m.count:
+        pytest.skip(f"needs a CUDA device: {m.reason}")
+    if cpu_only and m.count:
+        pytest.skip(f"asserts the behaviour without a CUDA device; this machine has {m.reason}")
+
+
+@pytest.fixture
+def jax_cpu():
+    """JAX's default device is the CPU for the test's duration; the CPU device."""
+    from machine import jax_on_cpu
+
+    with jax_on_cpu() as cpu:
+        yield cpu
 
 
 def pytest_collection_finish(session):

@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from helpers import aligned, data_pointer
+from machine import jax_on_cpu
 
 DTYPES = {
     "bool": np.dtype(np.bool_), "int8": np.dtype(np.int8), "int16": np.dtype(np.int16),
@@ -154,7 +155,8 @@ def build(source: str, dtype_name: str, layout: str, one_d: bool) -> Sample:
         import jax.numpy as jnp
 
         a = np_layout(dt, layout, one_d)
-        x = jnp.asarray(a)
+        with jax_on_cpu():  # a CPU sample on any machine (a GPU host's default is the GPU)
+            x = jnp.asarray(a)
         assert x.dtype == a.dtype
         return Sample(x, np.array(a), x.unsafe_buffer_pointer() if a.size else 0, False)
     if source == "pyarrow":

@@ -21,6 +21,7 @@ from interop.errors import (
 )
 from interop.frameworks.base import COPY_ROUTE
 from interop.plan import Plan, Step
+from machine import absent_cuda_device
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -105,9 +106,8 @@ def test_explain_converts_nothing():
     (lambda: aligned(np.arange(3.0)), "no-such-framework", {}, False),
     (lambda: object(), "numpy", {}, False),
     pytest.param(lambda: aligned(np.arange(3.0)), "torch", {"device": "cuda:0"}, False,
-                 marks=pytest.mark.skipif(
-                     bool(__import__("interop.registry").registry.cuda_device_count()),
-                     reason="a CUDA device is present: the copy to cuda:0 is possible")),
+                 marks=pytest.mark.cpu_only),
+    (lambda: aligned(np.arange(3.0)), "torch", {"device": absent_cuda_device()}, False),
 ])
 def test_can_convert(make, target, kw, expected):
     assert interop.can_convert(make(), target, **kw) is expected
@@ -233,7 +233,8 @@ def test_bad_copy_argument():
         interop.to_framework(aligned(np.arange(3.0)), "torch", copy="yes")
 
 
-@pytest.mark.parametrize("device", ["cuda", "cuda:1", "tpu", "cpu:x", 3])
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=pytest.mark.cpu_only),
+                                    absent_cuda_device(), "tpu", "cpu:x", 3])
 def test_bad_or_absent_devices(device):
     with pytest.raises(DeviceError):
         interop.to_framework(aligned(np.arange(3.0)), "torch", device=device)

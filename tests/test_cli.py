@@ -65,9 +65,8 @@ def test_table_json_has_every_pair(table):
             assert c["reason"]
 
 
+@pytest.mark.cpu_only
 def test_table_gpu_cells_are_not_guessed(table):
-    if table["cuda"] != "no CUDA device":
-        pytest.skip("a CUDA device is present: GPU cells are probed")
     for c in table["pairs"]:
         if "mxnet" in (c["source"], c["target"]):  # retired: "not supported", with the reason
             assert c["status"] == "not supported" and "retired" in c["reason"]
@@ -85,10 +84,16 @@ def test_table_markdown_has_legend_and_notes(table):
 
 
 def test_doctor_lists_frameworks_with_versions(doctor):
+    """The version is the distribution's (``2.11.0`` on a GPU host where ``torch.__version__``
+    reads ``2.11.0+cu130``): equal to the installed metadata, and to torch's own version
+    without the local build suffix."""
+    import importlib.metadata as md
+
     import torch
 
     fws = {f["name"]: f for f in doctor["frameworks"]}
-    assert fws["torch"]["importable"] and fws["torch"]["version"] == torch.__version__
+    assert fws["torch"]["importable"] and fws["torch"]["version"] == md.version("torch")
+    assert fws["torch"]["version"].split("+")[0] == torch.__version__.split("+")[0]
     assert "DLPack import" in fws["torch"]["protocols"]
     assert fws["numpy"]["version"]
     assert isinstance(doctor["gpus"]["count"], int)
@@ -147,11 +152,8 @@ def test_demo_json():
     assert any("torch" in n for n in names) and any("JAX" in n for n in names)
 
 
+@pytest.mark.cpu_only
 def test_demo_cuda_says_no_device_without_faking_one():
-    from interop.cli import cuda_devices
-
-    if cuda_devices()[0]:
-        pytest.skip("a CUDA device is present")
     r = run("demo", "--device", "cuda", "--rows", "1000")
     assert r.returncode != 0
     assert "no CUDA device" in r.stderr

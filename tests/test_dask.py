@@ -354,11 +354,8 @@ def test_dtype_problems_raise_on_the_client_from_the_meta() -> None:
         idask.to_delayed(ddf, "torch")
 
 
+@pytest.mark.cpu_only
 def test_device_without_gpu_names_meta_escape(counted) -> None:
-    from conftest import cuda_device_count
-
-    if cuda_device_count():
-        pytest.skip("checks the behaviour without a CUDA device")
     dx, _ = counted
     with pytest.raises(DeviceError, match=r"no CUDA device.*pass meta="):
         idask.to_framework(dx, "torch", device="cuda")

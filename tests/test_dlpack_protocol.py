@@ -351,8 +351,9 @@ def test_numpy_ml_dtypes_round_trip_through_capsules(name):
     assert str(t.dtype) == f"torch.{name}" and t.data_ptr() == data_pointer(a)
 
 
-def test_jax_bfloat16_into_numpy_zero_copy():
+def test_jax_bfloat16_into_numpy_zero_copy(jax_cpu):
     x = jnp.arange(8, dtype=jnp.bfloat16)
+    assert x.devices() == {jax_cpu}
     a = interop.to_framework(x, "numpy", copy=False)
     assert a.dtype == np.dtype(ml_dtypes.bfloat16)
     assert data_pointer(a) == x.unsafe_buffer_pointer()

@@ -9,6 +9,7 @@ import torch
 import interop
 from interop.api import REGISTRY
 from interop.errors import DeviceError, InteropError, ZeroCopyError
+from machine import absent_cuda_device, machine
 
 GPU = ["cupy", "numba", "cudf", "torch", "jax"]
 
@@ -51,9 +52,19 @@ def test_cpu_routes_do_not_use_gpu_frameworks():
                 assert e.source not in ("cupy", "numba", "cudf")
 
 
+@pytest.mark.cpu_only
 @pytest.mark.parametrize("device", ["cuda", "cuda:0", "cuda:3"])
 def test_host_to_device_without_gpu_is_a_clear_device_error(device):
     with pytest.raises(DeviceError, match="no CUDA device"):
+        interop.to_framework(np.arange(4.0), "torch", device=device)
+
+
+def test_host_to_an_absent_device_is_a_clear_device_error():
+    """True on both machines: ``cuda:N`` with N = the device count names no device."""
+    device = absent_cuda_device()
+    have = "no CUDA device" if machine().count == 0 else rf"{machine().count} CUDA device\(s\)"
+    with pytest.raises(DeviceError, match=rf"'{device}' was asked for, but this machine has "
+                                          rf"{have}"):
         interop.to_framework(np.arange(4.0), "torch", device=device)
 
 

@@ -20,6 +20,7 @@ import pytest
 
 import interop
 from interop.api import REGISTRY
+from machine import jax_on_cpu
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,9 @@ def _sources() -> dict:
     import torch
 
     base = np.arange(256, dtype=np.float32)
-    t, j, a = torch.from_numpy(base.copy()), jnp.asarray(base), pa.array(base)
+    with jax_on_cpu():  # a JAX value on the CPU, as the CPU pairs need, on any machine
+        j = jnp.asarray(base)
+    t, a = torch.from_numpy(base.copy()), pa.array(base)
     ps, ls = pd.Series(base.copy()), pl.Series(values=base.copy())
     return {
         "numpy": lambda: base,
