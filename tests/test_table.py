@@ -236,3 +236,13 @@ def test_cli_renders_a_recorded_run_and_records_only_on_a_device(fresh, monkeypa
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     assert json.loads((tmp_path / "new.json").read_text()) == json.loads(
         json.dumps(table.gpu_record(fresh, DEVICE, today)))
+
+
+def test_every_note_is_referenced_and_every_reference_defined(fresh):
+    """Cells left out of a grid (GPU pairs of the CPU grid) leave no orphan note behind."""
+    import re
+
+    for md in (table.markdown(fresh), table.markdown(fresh, _device_run(fresh))):
+        defined = set(re.findall(r"^\[\^(g?\d+)\]:", md, flags=re.M))
+        used = set(re.findall(r"\[\^(g?\d+)\](?!:)", md))
+        assert defined == used, (defined ^ used)

@@ -426,7 +426,8 @@ def markdown(data: dict[str, Any], gpu: dict[str, Any] | None = None) -> str:
     lines += ["", "## Every pair", "",
               "Rows are sources, columns are targets; GPU pairs are in their own section "
               "below, probed on a CUDA machine.", ""]
-    cells = {(c["source"], c["target"]): _label(c, notes) for c in data["pairs"]}
+    cells = {(c["source"], c["target"]): _label(c, notes) for c in data["pairs"]
+             if c["source"] not in GPU and c["target"] not in GPU}
     lines += _grid(_host_side(data["sources"]), _host_side(data["targets"]), cells,
                    "source \\ target")
     lines += ["", "## Layouts and dtypes", "",
