@@ -244,7 +244,8 @@ def test_jax_started_on_cpu_is_not_routed_and_not_touched() -> None:
         print("XLA_PYTHON_CLIENT_PREALLOCATE" in os.environ)
         print(adapter.status())
         adapter.uninstall(state)
-        """
+        """,
+        JAX_PLATFORMS="cpu",  # on a GPU host too: JAX started on its CPU backend
     )
     assert result.returncode == 0, result.stderr
     touched, report = result.stdout.strip().splitlines()

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import mempool
+from machine import machine
 from mempool import api
 from mempool.errors import ConfigError, MempoolError, NoDeviceError
 from mempool.pool import Settings, build_stack, restore, set_resources
@@ -18,16 +19,8 @@ FRAMEWORK_MODULES = ("rmm", "cupy", "torch", "jax", "numba", "cuda.bindings", "d
                      "tensorflow", "cudf")
 
 
-def _has_cuda() -> bool:
-    try:
-        import cupy
 
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - any failure means no usable device
-        return False
-
-
-cpu_only = pytest.mark.skipif(_has_cuda(), reason="checks the behaviour without a CUDA device")
+cpu_only = pytest.mark.cpu_only
 
 
 def test_import_mempool_imports_no_framework() -> None:
@@ -221,7 +214,7 @@ def test_status_report_content() -> None:
     assert "  cupy        not routed: CuPy allocates with CuPy's own memory pool" in text
     data = json.loads(json.dumps(report.to_dict()))
     assert data["frameworks"]["jax"]["routed"] is False
-    if not _has_cuda():
+    if not machine().count:
         assert report.cuda_devices == 0 and "cudaError" in report.cuda
         assert not report.active and report.statistics == {}
 

@@ -13,15 +13,6 @@ from mempool.envconfig import config_from_env
 from mempool.errors import ConfigError
 
 
-def _has_cuda() -> bool:
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - any failure means no usable device
-        return False
-
-
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MEMPOOL_")}
     clean.update(env)
@@ -59,7 +50,7 @@ def test_bad_variables_are_named(env: dict[str, str], match: str) -> None:
         config_from_env(env)
 
 
-@pytest.mark.skipif(_has_cuda(), reason="checks the behaviour without a CUDA device")
+@pytest.mark.cpu_only
 def test_auto_without_device_warns_and_the_program_continues() -> None:
     result = _run(
         """
@@ -79,7 +70,7 @@ def test_auto_without_device_warns_and_the_program_continues() -> None:
     assert "no CUDA device" in result.stderr and "MEMPOOL_STRICT=1" in result.stderr
 
 
-@pytest.mark.skipif(_has_cuda(), reason="checks the behaviour without a CUDA device")
+@pytest.mark.cpu_only
 def test_auto_strict_without_device_fails() -> None:
     result = _run("import mempool.auto", MEMPOOL_SIZE="1GiB", MEMPOOL_STRICT="1")
     assert result.returncode != 0
@@ -93,7 +84,7 @@ def test_auto_with_a_typo_fails_loudly() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA device")
+@pytest.mark.gpu
 def test_auto_with_device_creates_the_pool() -> None:
     result = _run(
         """

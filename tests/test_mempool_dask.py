@@ -10,15 +10,6 @@ from mempool.dask import RMMPoolPlugin, worker_outcomes, worker_status  # noqa: 
 from mempool.errors import ConfigError, NoDeviceError  # noqa: E402
 
 
-def _has_cuda() -> bool:
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - any failure means no usable device
-        return False
-
-
 def _cluster(**kwargs):
     return distributed.LocalCluster(
         n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
@@ -57,7 +48,7 @@ def test_plugin_is_a_worker_plugin() -> None:
     assert isinstance(RMMPoolPlugin("1GiB"), distributed.WorkerPlugin)
 
 
-@pytest.mark.skipif(_has_cuda(), reason="checks the behaviour without a CUDA device")
+@pytest.mark.cpu_only
 def test_no_device_error_from_every_worker(client) -> None:
     with pytest.raises(NoDeviceError, match="no CUDA device"):
         client.register_plugin(RMMPoolPlugin("256MiB", frameworks=["cupy"]))
@@ -69,7 +60,7 @@ def test_no_device_error_from_every_worker(client) -> None:
         assert outcome["via"] == "plugin"
 
 
-@pytest.mark.skipif(_has_cuda(), reason="checks the behaviour without a CUDA device")
+@pytest.mark.cpu_only
 def test_lenient_plugin_lets_workers_run(client) -> None:
     client.register_plugin(RMMPoolPlugin("256MiB", frameworks=["cupy"], strict=False),
                            name="mempool-lenient")
@@ -82,7 +73,7 @@ def test_lenient_plugin_lets_workers_run(client) -> None:
     assert sum(o["tasks_before"] for o in worker_outcomes(client).values()) >= 1
 
 
-@pytest.mark.skipif(_has_cuda(), reason="checks the behaviour without a CUDA device")
+@pytest.mark.cpu_only
 def test_preload_sets_up_each_worker_before_any_task(preloaded) -> None:
     outcomes = worker_outcomes(preloaded)
     assert len(outcomes) == 2
@@ -98,7 +89,7 @@ def test_preload_sets_up_each_worker_before_any_task(preloaded) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA device")
+@pytest.mark.gpu
 def test_preload_pool_on_every_gpu_worker_before_any_task(preloaded) -> None:
     def allocate() -> int:
         import cupy
@@ -120,7 +111,7 @@ def test_preload_pool_on_every_gpu_worker_before_any_task(preloaded) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA device")
+@pytest.mark.gpu
 def test_pool_on_every_gpu_worker(client) -> None:
     client.register_plugin(RMMPoolPlugin("256MiB", frameworks=["cupy"]))
     for outcome in worker_outcomes(client).values():

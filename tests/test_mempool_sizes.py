@@ -44,6 +44,7 @@ def test_percent_of_given_total_rounds_down() -> None:
     assert parse_size("12.5%", total=8 * 1024**3) == 1024**3
 
 
+@pytest.mark.cpu_only
 def test_percent_without_total_needs_a_device() -> None:
     with pytest.raises(NoDeviceError, match="no CUDA device"):
         parse_size("50%")
