@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import (
     DeviceError,
+    FrameworkMissingError,
     InteropError,
     NullsError,
     UnknownFrameworkError,
@@ -189,6 +190,9 @@ class Registry:
         with self._lock:
             src = self.kind(x)
             tgt = self.target(target)
+            missing = self.adapters[tgt].missing()
+            if missing:
+                raise FrameworkMissingError(f"{src} -> {tgt}: {missing}")
             if copy not in (None, True, False):
                 raise InteropError(f"copy must be None, True or False, got {copy!r}")
             adapter = self.adapters[src]
@@ -401,6 +405,9 @@ class Registry:
         src = self.kind(x)
         tgt = self.target(target)
         adapter = self.adapters[src]
+        missing = self.adapters[tgt].missing()
+        if missing:
+            return Plan(src, tgt, (), False, (missing,), supported=False, error="missing")
         why = _refusal(adapter, x, tgt)
         if why:
             return Plan(src, tgt, (), False, (why,), supported=False, error=UNSUPPORTED)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -117,6 +118,8 @@ class Adapter:
     kind: str = "array"
     devices: tuple[str, ...] = ("cpu",)
     rules: ConsumerRules | None = None
+    install: str = ""
+    """How a user installs it (``pip install ...``); empty: its own ``interop[<name>]`` extra."""
     gpu_rules: ConsumerRules | None = None
     """What it needs to import a device buffer (DLPack or CUDA Array Interface) without
     copying or crashing; ``None``: it takes any layout there."""
@@ -159,6 +162,20 @@ class Adapter:
     explain_table: Callable[..., Any] | None = None
     """For table kinds: ``(x, target, copy=, **options)`` -> :class:`~interop.plan.Plan`."""
     edges: Callable[[], list[Edge]] = field(default=list)
+
+    def missing(self) -> str | None:
+        """Why its package cannot be imported here, with the fix; ``None`` when it can."""
+        if sys.modules.get(self.package) is not None:
+            return None
+        try:
+            found = self.package not in sys.modules and importlib.util.find_spec(
+                self.package) is not None
+        except (ImportError, ValueError):
+            found = False
+        if found:
+            return None
+        fix = self.install or f'pip install "interop[{self.name}]"'
+        return f"{self.name} is not installed: {fix} (no module {self.package!r} here)"
 
     def owns(self, x: Any) -> bool:
         if not self.modules:

@@ -49,6 +49,7 @@ ADAPTER = Adapter(
     aliases=("cudf.series",),
     modules=("cudf",),
     package="cudf",
+    install="pip install cudf-cu12 or cudf-cu13 (RAPIDS)",
     devices=("cuda",),
     gpu_rules=ConsumerRules(c_contiguous=True, name="cuDF"),
     is_value=_is_value,

@@ -51,6 +51,7 @@ ADAPTER = Adapter(
     aliases=("cp",),
     modules=("cupy",),
     package="cupy",
+    install='pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"',
     devices=("cuda",),
     hub=True,
     rules=ConsumerRules(name="CuPy"),

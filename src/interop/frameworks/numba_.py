@@ -52,6 +52,7 @@ ADAPTER = Adapter(
     aliases=("numba.cuda", "devicendarray"),
     modules=("numba",),
     package="numba",
+    install='pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"',
     devices=("cuda",),
     is_value=_is_value,
     view=view,

@@ -249,6 +249,7 @@ ADAPTER = Adapter(
     aliases=("paddlepaddle",),
     modules=("paddle",),
     package="paddle",
+    install='pip install paddlepaddle (or "interop[paddle]")',
     devices=("cpu", "cuda"),
     rules=RULES,
     is_value=_is_value,

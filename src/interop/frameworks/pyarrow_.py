@@ -167,6 +167,7 @@ ADAPTER = Adapter(
     aliases=("arrow", "pa"),
     modules=("pyarrow",),
     package="pyarrow",
+    install='pip install "interop[arrow]"',
     is_value=_is_value,
     view=view,
     to_numpy=to_numpy,

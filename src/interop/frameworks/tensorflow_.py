@@ -369,6 +369,7 @@ ADAPTER = Adapter(
     aliases=("tf",),
     modules=("tensorflow",),
     package="tensorflow",
+    install='pip install tensorflow (or "interop[tensorflow]")',
     devices=("cpu", "cuda"),
     rules=RULES,
     is_value=_is_value,
