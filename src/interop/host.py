@@ -12,6 +12,13 @@ def fresh_copy(arr: Any) -> Any:
     """A new, writable, C-contiguous, 64-byte aligned copy of the NumPy array ``arr``."""
     import numpy as np
 
+    if arr.dtype.hasobject:
+        from .errors import UnsupportedConversionError
+
+        raise UnsupportedConversionError(
+            f"a NumPy array of dtype {arr.dtype} holds Python object references, not values in "
+            "a buffer: interop copies buffers only; cast it to a numeric dtype first "
+            "(arr.astype(...))")
     nbytes = arr.size * arr.dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     start = (-raw.ctypes.data) % ALIGNMENT
