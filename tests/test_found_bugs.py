@@ -10,7 +10,6 @@ instead of killing pytest.
 
 from __future__ import annotations
 
-import ctypes
 import subprocess
 import sys
 import textwrap
@@ -19,49 +18,18 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import capsule_reader
 import interop
+from capsule_reader import Hand
 from interop.errors import InteropError, UnsupportedConversionError, ZeroCopyError
 
 CPU_TARGETS = ("numpy", "torch", "jax", "pyarrow", "pandas", "polars", "dlpack")
 COPY_MODES = (None, True, False)
 
 
-# ---- an independent DLPack capsule reader (ctypes, the DLPack 1.x header) -------------------
-
-_get_name = ctypes.pythonapi.PyCapsule_GetName
-_get_name.restype, _get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype, _get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object,
-                                                                ctypes.c_char_p]
-
-
 def capsule_facts(cap) -> dict:
-    """Name, flags and data pointer of a capsule, read from its struct with ctypes."""
-    name = _get_name(cap)
-    ptr = _get_pointer(cap, name)
-    if name == b"dltensor_versioned":
-        # DLManagedTensorVersioned: version (2 x u32), manager_ctx, deleter, flags (u64), DLTensor
-        flags = ctypes.c_uint64.from_address(ptr + 24).value
-        tensor = ptr + 32
-    else:
-        flags, tensor = 0, ptr
-    data = ctypes.c_void_p.from_address(tensor).value or 0
-    byte_offset = ctypes.c_uint64.from_address(tensor + 8 + 8 + 4 + 4 + 8 + 8).value
-    return {"name": name, "read_only": bool(flags & 1), "data": data + byte_offset}
-
-
-class Hand:
-    """Hands a raw capsule to a consumer's ``from_dlpack`` (CPU only, once)."""
-
-    def __init__(self, cap) -> None:
-        self.cap = cap
-
-    def __dlpack__(self, **kw):
-        cap, self.cap = self.cap, None
-        return cap
-
-    def __dlpack_device__(self):
-        return (1, 0)
+    f = capsule_reader.facts(cap)
+    return {"name": f.name, "read_only": f.read_only, "data": f.data}
 
 
 def consume(cap) -> np.ndarray:
