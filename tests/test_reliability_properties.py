@@ -499,15 +499,17 @@ class Outcome:
 
 
 def _convert(src_fw: str, tgt: str, lay: Layout, copy: bool | None):
-    """(plan, can_convert, result or None, InteropError or None, source), each on a fresh
-    source (alignment may differ between two equal sources; capsules are used up)."""
-    plan = interop.explain(make_source(src_fw, lay).value, tgt, copy=copy)
-    can = interop.can_convert(make_source(src_fw, lay).value, tgt, copy=copy)
+    """(plan, can_convert, the copy=None plan, result or None, InteropError or None, source),
+    all of one fresh source (two equal sources may differ in alignment; explain and
+    can_convert leave a capsule unused)."""
     src = make_source(src_fw, lay)
+    plan = interop.explain(src.value, tgt, copy=copy)
+    can = interop.can_convert(src.value, tgt, copy=copy)
+    default = interop.explain(src.value, tgt) if copy is False else None
     try:
-        return plan, can, interop.to_framework(src.value, tgt, copy=copy), None, src
+        return plan, can, default, interop.to_framework(src.value, tgt, copy=copy), None, src
     except InteropError as e:
-        return plan, can, None, e, src
+        return plan, can, default, None, e, src
 
 
 def check_case(src_fw: str, tgt: str, lay: Layout) -> Outcome | None:
@@ -516,17 +518,14 @@ def check_case(src_fw: str, tgt: str, lay: Layout) -> Outcome | None:
         return None
     where = f"{src_fw} -> {tgt}, {lay.describe()}"
     out = Outcome()
-    zero_copy_plan = None
     for copy in COPY_MODES:
-        plan, can, res, err, src = _convert(src_fw, tgt, lay, copy)
+        plan, can, default, res, err, src = _convert(src_fw, tgt, lay, copy)
         here = f"{where}, copy={copy}:\n{plan}"
         assert plan.supported == can == (err is None), (
             f"{here}\ncan_convert={can}, but the conversion gave {err!r}")
         out.empty = not src.expected.size
-        if copy is None:
-            zero_copy_plan = plan.zero_copy if plan.supported else None
-        if copy is False and zero_copy_plan is not None:
-            assert plan.supported == zero_copy_plan, f"{here}\ncopy=None said {zero_copy_plan}"
+        if default is not None and default.supported:
+            assert plan.supported == default.zero_copy, f"{here}\ncopy=None said\n{default}"
             if err is not None:
                 assert isinstance(err, ZeroCopyError), f"{here}\n{err!r}"
         if err is not None:
