@@ -344,9 +344,9 @@ def to_host(x: Any) -> np.ndarray:
             out = (-out.astype(np.float32)).astype(out.dtype) if out.dtype.kind == "V" else -out
         return out
     if mod in ("jax", "jaxlib"):
-        if x.dtype.kind == "V":
-            return np.array(x)
-        return np.array(np.from_dlpack(x))  # np.asarray(x) caches: a later write is not seen
+        # JAX's own DLPack export, read by the test's reader (np.asarray(x) caches its first
+        # read, so a later write through another side would not be seen)
+        return np.array(capsule_reader.array(x.__dlpack__()))
     if mod == "pyarrow":
         return np.array(x.to_numpy(zero_copy_only=False))
     if mod in ("pandas", "polars"):
@@ -462,8 +462,45 @@ def bump(a: np.ndarray, idx: tuple[int, ...]) -> Any:
     return a[idx]
 
 
+def first_address(x: Any) -> int | None:
+    """The address of the first element of a non-empty value, by its framework's accessors."""
+    mod = type(x).__module__.partition(".")[0]
+    if isinstance(x, np.ndarray):
+        return x.__array_interface__["data"][0]
+    if mod == "torch":
+        return x.data_ptr()
+    if mod in ("jax", "jaxlib"):
+        return x.unsafe_buffer_pointer()
+    if mod == "pyarrow":
+        return x.buffers()[1].address + x.offset * (x.type.bit_width // 8)
+    if mod == "pandas" and isinstance(x.dtype, np.dtype):
+        return x.to_numpy().__array_interface__["data"][0]
+    if mod == "polars":
+        try:
+            return x.to_numpy(allow_copy=False).__array_interface__["data"][0]
+        except Exception:                     # booleans, chunks: no view of its buffer
+            return None
+    if dlpack.is_capsule(x):
+        return capsule_reader.facts(x).data
+    return None
+
+
+def _raw_element(address: int, dtype: np.dtype) -> np.ndarray:
+    """A writable one-element NumPy view at ``address`` (memory its owner may call
+    immutable: the test writes there only to prove that two sides share it)."""
+    carrier = np.dtype("<u2") if dtype.kind == "V" else dtype
+
+    class _At:
+        __array_interface__ = {"version": 3, "shape": (1,), "typestr": carrier.str,
+                               "data": (address, False)}
+
+    return np.asarray(_At())
+
+
 def write_through(src: Source, res: Any, tgt: str) -> bool:
-    """Write through the writable side; the other side must see it. False if none writable."""
+    """Write through the writable side; the other side must see it. Where neither side is
+    writable, write through a raw view of the result's first element and read the source
+    back with its framework's own calls. False when no address is known."""
     idx = first_index(src.expected)
     w_res = _writable_np(res)
     if w_res is not None:
@@ -482,7 +519,15 @@ def write_through(src: Source, res: Any, tgt: str) -> bool:
         assert seen.reshape(src.expected.shape)[idx] == new, (
             f"write through the {src.framework} source not seen by the {tgt} result")
         return True
-    return False
+    address = first_address(res)
+    if address is None or src.expected.dtype.kind == "b" and tgt in ("pyarrow", "polars"):
+        return False                          # bit-packed booleans have no element address
+    new = bump(_raw_element(address, src.expected.dtype), (0,))
+    seen = to_host(src.backing if src.framework != "dlpack" else src.keep[0])
+    seen = seen.view(np.uint16) if seen.dtype.kind == "V" else seen
+    assert seen.reshape(src.expected.shape)[idx] == new, (
+        f"a raw write at the {tgt} result's first element not seen by the {src.framework} source")
+    return True
 
 
 # ---- the property -------------------------------------------------------------------------
@@ -556,7 +601,7 @@ def check_case(src_fw: str, tgt: str, lay: Layout) -> Outcome | None:
                 assert plan.hazards, f"{here}\nread-only source, writable tensor, no hazard"
         if copy is None:
             out.zero_copy = True
-            out.wrote_through = write_through(src, res, tgt)
+            out.wrote_through = res is not src.value and write_through(src, res, tgt)
     _record(src_fw, tgt, out)
     return out
 
