@@ -259,13 +259,13 @@ def make_source(framework: str, lay: Layout) -> Source | None:
     if framework == "torch":
         t = _torch_of(arr)
         if t is None:
-            t = _torch_of(fresh_copy(np.ascontiguousarray(arr)))  # aligned: deterministic
+            t = _torch_of(fresh_copy(np.array(arr, order="C")))  # aligned: deterministic
         t, want = _with_lazy_bits(t, arr, lay.lazy)
         return Source("torch", t, t, want, True, False, [arr])
     if framework == "jax":
         import jax.numpy as jnp
 
-        j = jnp.asarray(np.ascontiguousarray(arr))
+        j = jnp.asarray(np.array(arr, order="C"))
         return Source("jax", j, j, np.array(j), False, True)
     if framework == "dlpack":
         if arr.dtype.kind == "V":
@@ -275,14 +275,14 @@ def make_source(framework: str, lay: Layout) -> Source | None:
     if framework == "tensorflow":
         import tensorflow as tf
 
-        t = tf.constant(np.ascontiguousarray(arr))
+        t = tf.constant(np.array(arr, order="C"))
         return Source("tensorflow", t, t, arr.copy(), False, True)
     if framework == "paddle":
         import paddle
 
         if arr.dtype.kind == "V" or arr.dtype.name in ("uint16", "uint32", "uint64"):
             return None                      # paddle has no such dtype (uint16 is bf16 bits)
-        p = paddle.to_tensor(np.ascontiguousarray(arr))
+        p = paddle.to_tensor(np.array(arr, order="C"))
         return Source("paddle", p, p, arr.copy(), True)
     if arr.ndim != 1:
         return None
@@ -354,7 +354,8 @@ def to_host(x: Any) -> np.ndarray:
     if mod == "tensorflow":
         return np.array(x.numpy())
     if mod == "paddle":
-        return np.array(x.numpy())
+        out = np.array(x.numpy())            # paddle gives bfloat16 as its uint16 bits
+        return out.view(ml_dtypes.bfloat16) if "bfloat16" in str(x.dtype) else out
     if dlpack.is_capsule(x):
         return np.array(capsule_reader.array(x))
     raise AssertionError(f"unexpected result type {type(x)}")
