@@ -31,7 +31,7 @@ from .frameworks.base import (
     Edge,
     NeedsCopy,
 )
-from .host import fresh_copy
+from .host import fresh_buffer, fresh_copy
 from .plan import Plan, Step
 
 DLPACK_COST = 2.2  # on the host, two fast-path steps through NumPy (1.0 each) beat it
@@ -474,12 +474,13 @@ class Registry:
     def _refused_after_copy(self, at: str, value: Any, tgt: str) -> tuple[str, str] | None:
         """Why :meth:`copy_route` would refuse ``value`` (``(UNSUPPORTED or NULLS, reason)``),
         judged as it runs: the whole value to host NumPy (nulls, strings, object dtypes show
-        there), a fresh copy, and the checks of the steps after it (dimensions, dtypes).
+        there), a fresh buffer of its shape and dtype (the values are not copied: no later
+        check reads them), and the checks of the steps after it (dimensions, dtypes).
         A consumable value (a capsule) is read through its preview, so it stays unused."""
         adapter = self.adapters[at]
         try:
-            arr = fresh_copy(adapter.preview(value) if adapter.consumable
-                             else adapter.to_numpy(value))
+            arr = adapter.preview(value) if adapter.consumable else adapter.to_numpy(value)
+            arr = fresh_buffer(arr.shape, arr.dtype)
         except NullsError as e:
             return NULLS, str(e)
         except InteropError as e:

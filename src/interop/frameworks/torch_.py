@@ -110,8 +110,9 @@ def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     why = _layout_obstacle(t)
     if why:
         return UNSUPPORTED, why
-    if t.is_conj() or t.is_neg():
-        return COPY_ROUTE, "the tensor carries a lazy conjugate/negative bit; resolving it copies"
+    lazy = _lazy_bits(t)
+    if lazy:
+        return lazy
     if rules.accepts is not None:
         why = rules.accepts(_tables()[0].get(t.dtype, str(t.dtype)))
         if why:
@@ -240,8 +241,9 @@ def _tensor_check(t: Any) -> tuple[str, str] | None:
         return UNSUPPORTED, why
     if t.device.type != "cpu":
         return COPY_ROUTE, f"the tensor lives on {t.device}; NumPy reads host memory"
-    if t.is_conj() or t.is_neg():
-        return COPY_ROUTE, "the tensor carries a lazy conjugate/negative bit; resolving it copies"
+    lazy = _lazy_bits(t)
+    if lazy:
+        return lazy
     why = _dtype_obstacle(t)
     return (UNSUPPORTED, why) if why else None
 
