@@ -104,7 +104,7 @@ RANDOM_SEARCH = [
     "are fewer than examples x 49 where a framework cannot hold the dtype (no complex or "
     "bfloat16 in pyarrow/polars). On the code before issue 18's fixes the same search "
     "segfaults in `torch_._to_numpy` (seed 778, 100 per torch pair) and fails 13 pairs at "
-    "seed 777 (copy plans, lazy bits to DLPack, JAX's capsule flag).",
+    "seed 777, 150 per pair (copy plans, lazy bits to DLPack, JAX's capsule flag).",
     "",
 ]
 
