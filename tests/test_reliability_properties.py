@@ -543,7 +543,6 @@ class Outcome:
     supported: bool = False
     zero_copy: bool = False
     wrote_through: bool = False
-    modes: list = field(default_factory=list)
 
 
 def _convert(src_fw: str, tgt: str, lay: Layout, copy: bool | None):
@@ -578,7 +577,6 @@ def check_case(src_fw: str, tgt: str, lay: Layout) -> Outcome | None:
                 assert isinstance(err, ZeroCopyError), f"{here}\n{err!r}"
         if err is not None:
             continue
-        out.modes.append(copy)
         if copy is None:
             out.supported = True
         src_span = source_span(src)
