@@ -59,7 +59,8 @@ def explain(x: Any, target: str, *, device: str | None = None,
 
 def can_convert(x: Any, target: str, *, device: str | None = None,
                 copy: bool | None = None) -> bool:
-    """Whether ``to_framework(x, target, ...)`` would succeed; converts nothing."""
+    """Whether ``to_framework(x, target, ...)`` would succeed; converts nothing (where the plan
+    copies, the value is read to host NumPy as the copy would read it, to judge what follows)."""
     try:
         return explain(x, target, device=device, copy=copy).supported
     except InteropError:

@@ -8,14 +8,28 @@ ALIGNMENT = 64
 """Byte alignment of every buffer interop allocates (what XLA on the CPU needs)."""
 
 
+def fresh_buffer(shape: tuple[int, ...], dtype: Any) -> Any:
+    """A new, writable, C-contiguous, 64-byte aligned NumPy array (its values unset)."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if dtype.hasobject:
+        from .errors import UnsupportedConversionError
+
+        raise UnsupportedConversionError(
+            f"a NumPy array of dtype {dtype} holds Python object references, not values in "
+            "a buffer: interop copies buffers only; cast it to a numeric dtype first "
+            "(arr.astype(...))")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    start = (-raw.ctypes.data) % ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
 def fresh_copy(arr: Any) -> Any:
     """A new, writable, C-contiguous, 64-byte aligned copy of the NumPy array ``arr``."""
     import numpy as np
 
-    nbytes = arr.size * arr.dtype.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    start = (-raw.ctypes.data) % ALIGNMENT
-    out = raw[start:start + nbytes].view(arr.dtype).reshape(arr.shape)
+    out = fresh_buffer(arr.shape, arr.dtype)
     np.copyto(out, arr, casting="no")
     return out
-

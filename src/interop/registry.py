@@ -34,7 +34,7 @@ from .frameworks.base import (
     NeedsCopy,
     device_check,
 )
-from .host import fresh_copy
+from .host import fresh_buffer, fresh_copy
 from .plan import Plan, Step
 from .protocols import dlpack
 
@@ -363,7 +363,11 @@ class Registry:
         """One copy into a fresh compact buffer on the hub (NumPy on the host, CuPy on a
         GPU), then zero-copy on to the target."""
         if device == "cpu":
-            hub, arr = "numpy", fresh_copy(self.adapters[src].to_numpy(x))
+            try:
+                arr = self.adapters[src].to_numpy(x)
+            except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
+                raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
+            hub, arr = "numpy", fresh_copy(arr)
         elif _empty(x):  # no bytes to move, and an empty device buffer may not export
             adapter = self.adapters[src]
             return self.adapters[tgt].to_device(adapter.to_numpy(x), adapter.device(x)[1])
@@ -470,8 +474,8 @@ class Registry:
                    value: Any = None) -> Plan:
         refused = self._refused_after_copy(at, value, tgt) if device == "cpu" else None
         if refused is not None:
-            return Plan(origin or at, tgt, tuple(steps), False, (*reasons, refused),
-                        tuple(hazards), supported=False, error=UNSUPPORTED)
+            return Plan(origin or at, tgt, tuple(steps), False, (*reasons, refused[1]),
+                        tuple(hazards), supported=False, error=refused[0])
         steps = list(steps)
         hub = "numpy" if device == "cpu" else "cupy"
         if at != hub:
@@ -481,20 +485,26 @@ class Registry:
             steps.append(Step(e.source, e.target, e.via))
         return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
-    def _refused_after_copy(self, at: str, value: Any, tgt: str) -> str | None:
-        """Why the steps after the copy route's fresh host copy would refuse ``value`` (its
-        dtype, as a later step sees it), judged on a copy of its first element."""
-        sample = _sample(value)
-        if sample is None or tgt == "numpy":
-            return None
+    def _refused_after_copy(self, at: str, value: Any, tgt: str) -> tuple[str, str] | None:
+        """Why :meth:`copy_route` would refuse ``value`` (``(UNSUPPORTED or NULLS, reason)``),
+        judged as it runs: the whole value to host NumPy (nulls, strings, object dtypes show
+        there), a fresh buffer of its shape and dtype (the values are not copied: no later
+        check reads them), and the checks of the steps after it (dimensions, dtypes).
+        A consumable value (a capsule) is read through its preview, so it stays unused."""
+        adapter = self.adapters[at]
         try:
-            arr = fresh_copy(self.adapters[at].to_numpy(sample))
-        except Exception:  # the conversion itself names what is wrong
-            return None
+            arr = adapter.preview(value) if adapter.consumable else adapter.to_numpy(value)
+            arr = fresh_buffer(arr.shape, arr.dtype)
+        except NullsError as e:
+            return NULLS, str(e)
+        except InteropError as e:
+            return UNSUPPORTED, str(e)
+        except NeedsCopy as nc:
+            return UNSUPPORTED, nc.reason
         for e in self.route("numpy", tgt, "cpu") or ():
             verdict = e.check(arr) if e.check is not None else None
-            if verdict is not None and verdict[0] == UNSUPPORTED:
-                return f"{e.source} -> {e.target} ({e.via}): {verdict[1]}"
+            if verdict is not None and verdict[0] in (UNSUPPORTED, NULLS):
+                return verdict[0], f"{e.source} -> {e.target} ({e.via}): {verdict[1]}"
             if verdict is not None and verdict[0] != COPIES:
                 return None
             arr = e.convert(arr)
@@ -504,14 +514,6 @@ class Registry:
 def _refusal(adapter: Adapter, x: Any, tgt: str) -> str | None:
     """Why ``x`` goes to no framework but its own (:attr:`Adapter.refuse`), or ``None``."""
     return adapter.refuse(x) if adapter.refuse is not None and tgt != adapter.name else None
-
-
-def _sample(x: Any) -> Any:
-    """The first element of ``x`` as a value of its own framework (``None``: no slicing)."""
-    try:
-        return x[:1] if getattr(x, "ndim", 1) else None
-    except Exception:
-        return None
 
 
 def _identity(x: Any) -> Any:

@@ -79,6 +79,9 @@ class ConsumerRules:
     """What the consumer does with negative strides (completes the copy reason)."""
     misaligned_why: str = "would copy it silently"
     """What the consumer does with a buffer below ``alignment`` (completes the copy reason)."""
+    itemsize_aligned: frozenset[str] = frozenset()
+    """Dtype strings whose data pointer and strides the consumer needs at multiples of the
+    itemsize (torch's complex kernels load ``complex<double>`` as one 16-byte aligned unit)."""
 
 
 def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | None:
@@ -97,10 +100,28 @@ def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | N
     if rules.alignment > 1 and view.size and view.ptr % rules.alignment:
         return COPY_ROUTE, (f"data pointer {view.ptr:#x} is not {rules.alignment}-byte aligned: "
                             f"{rules.name} {rules.misaligned_why}")
+    if view.dtype in rules.itemsize_aligned and view.size and not itemsize_aligned(
+            view.ptr, view.shape, view.strides, view.itemsize):
+        return COPY_ROUTE, misaligned_complex(view.ptr, view.strides, view.itemsize, rules.name)
     if not rules.versioned and view.readonly:
         return COPY_ROUTE, (f"the source is read-only and {rules.name} takes legacy DLPack "
                             "capsules only, which cannot carry the read-only flag")
     return None
+
+
+def itemsize_aligned(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                     itemsize: int) -> bool:
+    """Whether every element of a (non-empty) strided buffer starts at a multiple of
+    ``itemsize`` (NumPy's ``aligned`` flag asks for the component's alignment only)."""
+    return not ptr % itemsize and all(
+        not s % itemsize for n, s in zip(shape, strides) if n > 1)
+
+
+def misaligned_complex(ptr: int, strides: tuple[int, ...], itemsize: int, who: str) -> str:
+    """The copy reason for a complex buffer whose elements are not ``itemsize``-aligned."""
+    return (f"data pointer {ptr:#x} or strides {strides} are not multiples of the "
+            f"{itemsize}-byte complex itemsize: {who}'s complex kernels crash the interpreter "
+            "on such buffers")
 
 
 @dataclass

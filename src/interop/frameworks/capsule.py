@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from ..protocols import dlpack
+from . import torch_
 from .base import UNSUPPORTED, Adapter, ConsumerRules, Edge, view_obstacle
 
 
@@ -62,8 +63,10 @@ def _edges() -> list[Edge]:
         Edge("dlpack", "numpy", "DLPack: interop capsule reader", dlpack.to_numpy, cost=1.0),
         Edge("numpy", "dlpack", "ndarray.__dlpack__", _to_capsule, check=_np_export_check),
         Edge("torch", "dlpack", "Tensor.__dlpack__",
-             lambda t: dlpack.export(t.detach() if t.requires_grad else t)),
-        Edge("jax", "dlpack", "Array.__dlpack__", _to_capsule),
+             lambda t: dlpack.export(t.detach() if t.requires_grad else t),
+             check=torch_.export_check),
+        # JAX's own __dlpack__ gives a legacy capsule, which cannot say its buffer is
+        # immutable: JAX goes through NumPy's read-only view, whose capsule is flagged.
     ]
 
 

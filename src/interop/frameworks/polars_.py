@@ -34,12 +34,32 @@ def _is_value(x: Any) -> bool:
 
 _VIEWABLE = frozenset({"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
                        "Float16", "Float32", "Float64", "Datetime", "Duration"})
+_NUMBERS = frozenset({"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32",
+                      "UInt64", "Float16", "Float32", "Float64"})
+
+
 def _kind_of(dt: Any) -> str:
-    """"n" (a NumPy view exists), "b" (bit-packed bool), "c" (Date: NumPy's datetime64[D]
-    is a converted copy), "x" (no fixed-width NumPy dtype holds it)."""
+    """"n" (a NumPy view exists), "a" (an ``Array`` of numbers: an N-D NumPy view of its
+    flat values), "b" (bit-packed bool), "c" (Date: NumPy's datetime64[D] is a converted
+    copy), "x" (no fixed-width NumPy dtype holds it)."""
     name = type(dt).__name__
+    if name == "Array":
+        return "a" if type(_innermost(dt)).__name__ in _NUMBERS else "x"
     return ("n" if name in _VIEWABLE else "b" if name == "Boolean"
             else "c" if name == "Date" else "x")
+
+
+def _innermost(dt: Any) -> Any:
+    while type(dt).__name__ == "Array":
+        dt = dt.inner
+    return dt
+
+
+def _nulls(s: Any) -> int:
+    """Nulls of ``s``; of an ``Array`` Series, those of its rows and of their values."""
+    if type(s.dtype).__name__ == "Array":
+        return s.reshape((-1,)).null_count()
+    return s.null_count()
 
 
 _kind = memo_by(type, _kind_of)  # per dtype class: Datetime("us") and Datetime("ns") alike
@@ -51,8 +71,9 @@ def check(s: Any) -> tuple[str, str] | None:
     if k == "x":
         return UNSUPPORTED, (f"polars Series {s.name!r} of dtype {s.dtype} is not numeric in "
                              "NumPy terms (no fixed-width NumPy dtype holds it); cast it first")
-    if s.null_count():
-        return NULLS, (f"polars Series {s.name!r} holds {s.null_count()} nulls: fill them first "
+    nulls = _nulls(s) if k == "a" else s.null_count()
+    if nulls:
+        return NULLS, (f"polars Series {s.name!r} holds {nulls} nulls: fill them first "
                        "(s.fill_null(value)) or pass copy=True (floating types get NaN)")
     if s.n_chunks() > 1:
         return COPY_ROUTE, (f"polars Series {s.name!r} is split into {s.n_chunks()} chunks; "
@@ -89,8 +110,9 @@ def to_numpy(s: Any) -> Any:
     verdict = check(s)
     if verdict is not None and verdict[0] == UNSUPPORTED:
         raise UnsupportedConversionError(verdict[1])
-    if s.null_count() and not s.dtype.is_float():
-        raise NullsError(f"polars Series {s.name!r} holds {s.null_count()} nulls and has no NaN "
+    nulls = _nulls(s)
+    if nulls and not _innermost(s.dtype).is_float():
+        raise NullsError(f"polars Series {s.name!r} holds {nulls} nulls and has no NaN "
                          "to stand for them: fill them first (s.fill_null(value))")
     return s.to_numpy()
 

@@ -307,7 +307,12 @@ def _tf_to_numpy(t: Any) -> Any:
     np = sys.modules.get("numpy")
     if np is None:  # pragma: no cover - numpy is loaded whenever tensorflow is
         import numpy as np
-    a = np.asarray(t)
+    if t.dtype.name == "bfloat16" and not t.shape.rank:
+        # TF's __array__ fails on a 0-d bfloat16 tensor; its 1-element reshape (same buffer)
+        # converts
+        a = np.asarray(_tf().reshape(t, [1])).reshape(())
+    else:
+        a = np.asarray(t)
     if a.flags.writeable and t.dtype.name in _TYPESTR:
         # numpy.asarray gives a writable view for bfloat16 only: TF tensors are immutable
         a.flags.writeable = False

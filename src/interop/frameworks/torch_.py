@@ -16,6 +16,8 @@ from .base import (
     ConsumerRules,
     Edge,
     NeedsCopy,
+    itemsize_aligned,
+    misaligned_complex,
     module,
     readonly_source,
 )
@@ -30,6 +32,9 @@ _NAMES = {
     "float8_e8m0fnu": "float8_e8m0fnu",
 }
 _BITS = {1: "|u1", 2: "<u2"}
+_COMPLEX = frozenset({"<c8", "<c16"})
+"""torch's complex kernels need elements at multiples of the itemsize (NumPy's ``aligned``
+flag asks for the component's alignment only: a complex128 array 8 mod 16 is "aligned")."""
 
 
 @cache
@@ -71,9 +76,43 @@ def _export(t: Any) -> Any:
     return t.detach() if t.requires_grad else t
 
 
-def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+def _layout_obstacle(t: Any) -> str | None:
+    """Why ``t`` has no single strided buffer (sparse, MKL-DNN, nested), or ``None``."""
+    if t.layout != module("torch").strided or t.is_nested:
+        return (f"a torch tensor with layout {t.layout} has no single dense buffer to hand "
+                "over: call .to_dense() first")
+    return None
+
+
+def _dtype_obstacle(t: Any) -> str | None:
+    if t.dtype in _tables()[0]:
+        return None
+    hint = " (call .dequantize() or .int_repr() first)" if t.is_quantized else ""
+    return f"NumPy has no dtype for torch {t.dtype}{hint}"
+
+
+def _lazy_bits(t: Any) -> tuple[str, str] | None:
     if t.is_conj() or t.is_neg():
         return COPY_ROUTE, "the tensor carries a lazy conjugate/negative bit; resolving it copies"
+    return None
+
+
+def export_check(t: Any) -> tuple[str, str] | None:
+    """Why ``Tensor.__dlpack__`` cannot hand ``t`` over as it is: a lazy conjugate or
+    negative bit (torch refuses the one and exports the other with its sign lost)."""
+    why = _layout_obstacle(t)
+    if why:
+        return UNSUPPORTED, why
+    return _lazy_bits(t)
+
+
+def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+    why = _layout_obstacle(t)
+    if why:
+        return UNSUPPORTED, why
+    lazy = _lazy_bits(t)
+    if lazy:
+        return lazy
     if rules.accepts is not None:
         why = rules.accepts(_tables()[0].get(t.dtype, str(t.dtype)))
         if why:
@@ -151,6 +190,8 @@ def _np_check(a: Any) -> tuple[str, str] | None:
             return UNSUPPORTED, f"torch has no dtype {a.dtype}"
     elif a.dtype.char not in "?bBhHiIlLqQefdFD" or not a.dtype.isnative:
         return UNSUPPORTED, f"torch has no dtype {a.dtype} (byte order {a.dtype.byteorder!r})"
+    if _complex_misaligned(a):
+        return COPY_ROUTE, misaligned_complex(a.ctypes.data, a.strides, a.itemsize, "torch")
     flags = a.flags
     if flags.c_contiguous:  # misaligned too: torch takes it and its CPU kernels load unaligned
         return None
@@ -166,7 +207,7 @@ def _np_check(a: Any) -> tuple[str, str] | None:
 def _from_numpy_checked(a: Any) -> Any:
     """``torch.from_numpy`` first (it validates dtype, byte order and strides itself, and
     raises rather than crashes); only what it refuses goes through :func:`_np_check`."""
-    if a.flags.aligned:  # misaligned: the check decides (strided and misaligned: a copy)
+    if a.flags.aligned and not _complex_misaligned(a):  # else the check decides
         try:
             return module("torch").from_numpy(a)
         except (TypeError, ValueError):
@@ -183,7 +224,7 @@ def _from_numpy_fast(before: Any = None) -> Any:
     def fast(a: Any) -> Any:
         if before is not None:
             a = before(a)
-        if type(a) is ndarray and a.flags.aligned:
+        if type(a) is ndarray and a.flags.aligned and a.dtype.char not in "FD":
             try:
                 return from_numpy(a)
             except (TypeError, ValueError):
@@ -193,12 +234,15 @@ def _from_numpy_fast(before: Any = None) -> Any:
     return fast
 
 
+def _complex_misaligned(a: Any) -> bool:
+    """Whether ``a`` is complex with elements off multiples of its itemsize (see _COMPLEX)."""
+    return a.dtype.char in "FD" and bool(a.size) and not itemsize_aligned(
+        a.ctypes.data, a.shape, a.strides, a.itemsize)
+
+
 def _from_numpy(a: Any) -> Any:
     import torch
 
-    if a.dtype.type.__module__ == "ml_dtypes":
-        ts = dlpack.typestr_of(a.dtype)
-        return torch.from_numpy(a.view(_BITS[a.itemsize])).view(_tables()[1][ts])
     if any(s < 0 for s in a.strides):
         # only on dims of extent <= 1 or in empty arrays (the check sent the rest to a copy):
         # the stride is never used, but torch.from_numpy refuses any negative stride
@@ -206,17 +250,23 @@ def _from_numpy(a: Any) -> Any:
 
         strides = [0 if n <= 1 or not a.size else s for n, s in zip(a.shape, a.strides)]
         a = np.lib.stride_tricks.as_strided(a, a.shape, strides, writeable=a.flags.writeable)
+    if a.dtype.type.__module__ == "ml_dtypes":
+        ts = dlpack.typestr_of(a.dtype)
+        return torch.from_numpy(a.view(_BITS[a.itemsize])).view(_tables()[1][ts])
     return torch.from_numpy(a)
 
 
 def _tensor_check(t: Any) -> tuple[str, str] | None:
+    why = _layout_obstacle(t)
+    if why:
+        return UNSUPPORTED, why
     if t.device.type != "cpu":
         return COPY_ROUTE, f"the tensor lives on {t.device}; NumPy reads host memory"
-    if t.is_conj() or t.is_neg():
-        return COPY_ROUTE, "the tensor carries a lazy conjugate/negative bit; resolving it copies"
-    if t.dtype not in _tables()[0]:
-        return UNSUPPORTED, f"NumPy has no dtype for torch {t.dtype}"
-    return None
+    lazy = _lazy_bits(t)
+    if lazy:
+        return lazy
+    why = _dtype_obstacle(t)
+    return (UNSUPPORTED, why) if why else None
 
 
 def _to_numpy_view(t: Any) -> Any:
@@ -254,8 +304,44 @@ def _to_numpy_fast() -> Any:
 
 
 def _to_numpy(t: Any) -> Any:
-    t = t.detach().resolve_conj().resolve_neg().cpu()
-    return _to_numpy_view(t)
+    """Any tensor as host NumPy, copying if it must (the copy route's first half). On the
+    CPU, NumPy resolves a lazy conjugate/negative bit: torch's own kernels crash on complex
+    buffers off multiples of the itemsize, which NumPy reads safely."""
+    why = _layout_obstacle(t) or _dtype_obstacle(t)
+    if why:
+        raise UnsupportedConversionError(why)
+    t = t.detach()
+    if t.device.type != "cpu":
+        return _to_numpy_view(t.resolve_conj().resolve_neg().cpu())
+    if not (t.is_conj() or t.is_neg()):
+        return _to_numpy_view(t)
+    np = module("numpy")
+    arr = _raw_numpy(t)
+    if t.is_conj():
+        arr = np.conjugate(arr)
+    if t.is_neg():
+        arr = np.negative(arr)
+    return arr
+
+
+class _Raw:
+    """Holds a tensor and its memory's ``__array_interface__`` (no torch call reads it)."""
+
+    def __init__(self, t: Any, interface: dict) -> None:
+        self.tensor, self.__array_interface__ = t, interface
+
+
+def _raw_numpy(t: Any) -> Any:
+    """A NumPy view of a CPU tensor's stored memory, its lazy bits ignored."""
+    np = module("numpy")
+    v = view(t)
+    dt = dlpack.numpy_dtype(v.dtype)
+    if not v.size:
+        return np.empty(v.shape, dt)
+    base = dt if v.dtype[0] in "<|" else dlpack.carrier_dtype(v.itemsize)
+    raw = np.asarray(_Raw(t, {"version": 3, "shape": v.shape, "typestr": base.str,
+                              "strides": v.strides, "data": (v.ptr, False)}))
+    return raw if base == dt else raw.view(dt)
 
 
 def _grad_hazard(t: Any) -> str | None:
@@ -279,8 +365,10 @@ ADAPTER = Adapter(
     modules=("torch",),
     package="torch",
     devices=("cpu", "cuda"),
-    rules=ConsumerRules(negative_strides=False, accepts=_accepts, name="torch"),
+    rules=ConsumerRules(negative_strides=False, accepts=_accepts, name="torch",
+                        itemsize_aligned=_COMPLEX),
     gpu_rules=ConsumerRules(negative_strides=False, accepts=_accepts, name="torch on CUDA",
+                            itemsize_aligned=_COMPLEX,
                             negative_strides_why="aborts the interpreter on them (c10::Error "
                             "from torch.from_dlpack, seen on an H100)"),
     is_value=_is_value,
