@@ -265,9 +265,11 @@ def make_source(framework: str, lay: Layout) -> Source | None:
         t, want = _with_lazy_bits(t, arr, lay.lazy)
         return Source("torch", t, t, want, True, False, [arr])
     if framework == "jax":
+        import jax
         import jax.numpy as jnp
 
-        j = jnp.asarray(np.array(arr, order="C"))
+        with jax.default_device(jax.devices("cpu")[0]):  # a host pair, on a GPU host too
+            j = jnp.asarray(np.array(arr, order="C"))
         return Source("jax", j, j, np.array(j), False, True)
     if framework == "dlpack":
         if arr.dtype.kind == "V":
