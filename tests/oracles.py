@@ -8,8 +8,9 @@ PaddlePaddle's exports, raw capsules) a small ctypes reader of the ``DLTensor`` 
 
 ``layout(x)`` is ``(device, address of the first element, shape, byte strides, itemsize)``;
 ``extent(x)`` the bytes ``[lo, hi)`` its elements cover; ``shares(a, b)`` whether two
-values' bytes overlap on the same device; ``raw(x)`` a writable NumPy array over a host
-value's own bytes (to write into memory its framework keeps immutable, or read it back).
+values' bytes overlap on the same device (chunk by chunk for several chunks); ``raw(x)``
+a writable NumPy array over a host value's own bytes (to write into memory its framework
+keeps immutable, or read it back).
 """
 
 from __future__ import annotations
@@ -274,12 +275,28 @@ def extent(x: Any) -> tuple[int, int]:
     return _extent(_layout(x))
 
 
+def _pieces(x: Any) -> list[Any]:
+    """The single-buffer pieces of ``x``: the chunks of a pyarrow ChunkedArray or a polars
+    Series of several chunks, else ``x`` itself."""
+    mod = type(x).__module__.partition(".")[0]
+    if mod == "pyarrow" and hasattr(x, "num_chunks") and x.num_chunks != 1:
+        return list(x.chunks)
+    if mod == "polars" and x.n_chunks() > 1:
+        return list(x.get_chunks())
+    return [x]
+
+
 def shares(a: Any, b: Any) -> bool:
-    """Whether the bytes of ``a`` and ``b`` overlap (same device, both non-empty)."""
-    if _layout(a).device != _layout(b).device:
+    """Whether any bytes of ``a`` and ``b`` overlap (same device, non-empty pieces)."""
+    if _layout(_pieces(a)[0]).device != _layout(_pieces(b)[0]).device:
         return False
-    (alo, ahi), (blo, bhi) = extent(a), extent(b)
-    return alo < ahi and blo < bhi and alo < bhi and blo < ahi
+    for pa_ in _pieces(a):
+        alo, ahi = extent(pa_)
+        for pb in _pieces(b):
+            blo, bhi = extent(pb)
+            if alo < ahi and blo < bhi and alo < bhi and blo < ahi:
+                return True
+    return False
 
 
 def within(inner: Any, outer: Any) -> bool:
