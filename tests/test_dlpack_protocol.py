@@ -106,13 +106,16 @@ TORCH_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "u
 
 @pytest.mark.parametrize("name", TORCH_DTYPES)
 def test_table_matches_a_real_producer(name):
-    """torch's own capsules decode to the dtype the table names, pointer and shape intact."""
-    t = torch.zeros((2, 3), dtype=torch.uint8).view(torch.uint8)
+    """torch's own capsules decode to the dtype the table names, pointer and shape intact.
+    Only the float8 types, which older torch releases do not export, may be refused by
+    torch (reported as a skip); a refusal of any other type fails."""
     t = torch.zeros((2, 3), dtype=getattr(torch, name))
     try:
         capsule = t.__dlpack__(max_version=(1, 1))
-    except (BufferError, RuntimeError, TypeError) as e:  # pragma: no cover - torch refuses
-        pytest.skip(f"torch exports no {name} over DLPack: {e}")
+    except (BufferError, RuntimeError, TypeError) as e:
+        if not name.startswith("float8"):
+            raise
+        pytest.skip(f"torch {torch.__version__} exports no {name} over DLPack: {e}")
     info = dlpack.inspect_capsule(capsule)
     assert dlpack.numpy_dtype(info.view.dtype) == _np_dtype(name)
     assert info.view.ptr == t.data_ptr() and info.view.shape == (2, 3)
