@@ -384,18 +384,16 @@ def test_writable_capsule_gives_writable_numpy():
     assert a[0] == 9.0
 
 
-def test_read_only_capsule_to_torch_records_the_hazard_or_copies():
+def test_read_only_capsule_to_torch_records_the_hazard():
+    """torch cannot mark a tensor read-only: the capsule is shared, and the plan says so."""
     a = aligned(np.arange(5.0))
     a.flags.writeable = False
-    capsule = a.__dlpack__(max_version=(1, 0))
-    plan = interop.explain(capsule, "torch")
-    t = interop.to_framework(capsule, "torch")
-    if plan.zero_copy:
-        assert any("read-only" in h for h in plan.hazards), plan
-        assert data_pointer(t) == data_pointer(a)
-    else:
-        assert data_pointer(t) != data_pointer(a)
-    assert t.tolist() == a.tolist()
+    plan = interop.explain(a.__dlpack__(max_version=(1, 0)), "torch")
+    assert plan.zero_copy and any("read-only" in h for h in plan.hazards), plan
+    t = interop.to_framework(a.__dlpack__(max_version=(1, 0)), "torch")
+    assert t.data_ptr() == data_pointer(a) and t.tolist() == a.tolist()
+    t[0] = 9.0  # the hazard is real: a write through torch changes the read-only array
+    assert a[0] == 9.0
 
 
 # ---- lifetimes ------------------------------------------------------------------------
