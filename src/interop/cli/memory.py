@@ -117,6 +117,11 @@ def layouts(x: Any) -> list[Layout]:
     return [("cuda", cai["data"][0], shape, strides, n)]
 
 
+def on_host(x: Any) -> bool:
+    """Whether all of ``x``'s bytes are host memory."""
+    return all(lay[0] == "cpu" for lay in layouts(x))
+
+
 def overlap(a: Any, b: Any) -> bool:
     """Whether any bytes of ``a`` and ``b`` are the same (same device, both non-empty)."""
     spans_b = [_span(lay) for lay in layouts(b)]

@@ -224,6 +224,7 @@ def _cell(source: str, target: str, status: str, reason: str | None = None,
             "plan_agrees": plan_agrees, "proof": proof}
 
 
+DEVICE_PROOF = "pointers and extents (device memory)"
 NOT_SEEN = "the result's bytes overlap the source's, but a write through one was not seen " \
            "through the other"
 
@@ -233,10 +234,11 @@ def _shared(origin: Any, result: Any) -> tuple[bool, str | None]:
     frameworks' own accessors, and how a write then proved the sharing (None: not seen)."""
     if result is origin:
         return True, "the same object"
-    result = memory.host_result(result)
     if not memory.overlap(origin, result):
         return False, None
-    side = memory.write_proof(origin, result)
+    if not (memory.on_host(origin) and memory.on_host(result)):  # a JAX default GPU device
+        return True, DEVICE_PROOF
+    side = memory.write_proof(origin, memory.host_result(result))
     return True, side and {
         "result": "pointers; a write through the result read back through the source",
         "source": "pointers; a write through the source read back through the result",
@@ -361,7 +363,7 @@ def _probe_gpu(s: str, t: str, convert: Callable[[Any], Any]) -> dict[str, Any]:
     except Exception as e:
         return _cell(s, t, UNSUPPORTED, _clean(f"{type(e).__name__}: {e}"))
     if result is origin or memory.overlap(origin, result):  # device memory: by accessors
-        return _cell(s, t, ZERO_COPY, proof="pointers and extents (device memory)")
+        return _cell(s, t, ZERO_COPY, proof=DEVICE_PROOF)
     return _cell(s, t, COPY, "the result has its own buffer (moving between devices copies)")
 
 
