@@ -155,10 +155,10 @@ def build(source: str, dtype_name: str, layout: str, one_d: bool) -> Sample:
         assert isinstance(t, torch.Tensor)
         return Sample(t, np.array(a), _np_ptr(a), True)
     if source == "jax":
-        import jax.numpy as jnp
+        import jax
 
         a = np_layout(dt, layout, one_d)
-        x = jnp.asarray(a)
+        x = jax.device_put(a, jax.devices("cpu")[0])  # the CPU matrix, on a GPU host too
         assert x.dtype == a.dtype
         return Sample(x, np.array(a), x.unsafe_buffer_pointer() if a.size else 0, False)
     if source == "pyarrow":

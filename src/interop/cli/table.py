@@ -75,18 +75,21 @@ def make_sample(name: str) -> tuple[Any, Any]:
         import torch
 
         return _same(torch.from_numpy(b))
-    if name == "jax":
+    if name == "jax":  # the CPU columns stay on the CPU on a GPU host too
+        import jax
         import jax.numpy as jnp
 
-        return _same(jnp.arange(N, dtype=jnp.float32))
+        with jax.default_device(jax.devices("cpu")[0]):
+            return _same(jnp.arange(N, dtype=jnp.float32))
     if name == "tensorflow":
         import tensorflow as tf
 
-        return _same(tf.range(N, dtype=tf.float32))
+        with tf.device("/CPU:0"):
+            return _same(tf.range(N, dtype=tf.float32))
     if name == "paddle":
         import paddle
 
-        return _same(paddle.arange(N, dtype="float32"))
+        return _same(paddle.arange(N, dtype="float32").cpu())
     if name == "pyarrow":
         import pyarrow as pa
 
@@ -173,7 +176,7 @@ def _fortran() -> Any:
 def _paddle_reversed() -> tuple[Any, Any]:
     import paddle
 
-    return _same(paddle.arange(N, dtype="float32")[::-1])
+    return _same(paddle.arange(N, dtype="float32").cpu()[::-1])
 
 
 def _bool() -> Any:
