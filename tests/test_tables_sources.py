@@ -236,6 +236,7 @@ def test_a_table_to_its_own_framework_is_the_same_object():
     assert interop.explain(df, "pandas").zero_copy
     back = interop.to_framework(df, "pandas", copy=True)
     assert back is not df and back["a"].tolist() == [1.0, 2.0]
+    assert not oracles.shares(back["a"], df["a"])  # copy=True: a fresh buffer
     pdf, tab = pl.DataFrame({"a": [1]}), pa.table({"a": [1]})
     assert interop.to_framework(pdf, "polars") is pdf
     assert interop.to_framework(tab, "pyarrow") is tab
