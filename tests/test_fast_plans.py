@@ -44,6 +44,14 @@ F32 = np.float32
 
 
 @pytest.fixture(autouse=True)
+def _jax_on_the_cpu():
+    """The CPU plans under test: JAX values are made on JAX's CPU device, on a GPU host too
+    (where its default device is the GPU)."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _forget_plans():
     """Leave no spied-on plan behind for the other test files (the registry is global)."""
     yield
