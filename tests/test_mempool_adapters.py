@@ -117,6 +117,21 @@ def test_numba_check_passes_without_contexts() -> None:
     adapter.check([0])  # no Numba context exists on a CPU machine: nothing to refuse
 
 
+def test_numba_check_refuses_a_live_context_on_a_pooled_device(monkeypatch) -> None:
+    """A context Numba already made keeps its memory manager: refused on that device only."""
+    from mempool.adapters import numba as adapter
+    from mempool.errors import OrderError
+
+    class NumbaCUDAMemoryManager:  # the class name Numba's default manager has
+        pass
+
+    live = {0: SimpleNamespace(memory_manager=NumbaCUDAMemoryManager())}
+    monkeypatch.setattr(adapter, "_live_contexts", lambda: live)
+    with pytest.raises(OrderError, match="device 0 with NumbaCUDAMemoryManager"):
+        adapter.check([0])
+    adapter.check([1])  # another device's pool is not affected
+
+
 # --- PyTorch ----------------------------------------------------------------------------
 
 def test_torch_without_cuda_is_reported_and_left_alone(resources) -> None:
