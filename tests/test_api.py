@@ -158,7 +158,7 @@ def test_shares_memory_agrees_with_the_frameworks_own_accessors():
 
     a = aligned(np.arange(16, dtype=np.float32))
     t = torch.from_numpy(a)
-    values = [a, a[3:7], a[::-1], a[8:], a[:0], a.copy(), t, t[10:], t.T, t.clone(),
+    values = [a, a[3:7], a[::-1], a[8:], a[:0], a.copy(), t, t[10:], t.reshape(4, 4).T, t.clone(),
               pa.array(a), pa.array(a)[12:], pa.chunked_array([pa.array(a[4:])]),
               pd.Series(a, copy=False), pd.Series(a[:4], copy=False), pl.Series("x", a),
               pl.Series("x", a)[9:], jnp.arange(3.0), interop.to_framework(a, "jax")]
