@@ -21,6 +21,7 @@ from interop.errors import (
 )
 from interop.protocols import dlpack
 from interop.protocols.dlpack import Code, Device
+from matrix_samples import as_numpy
 
 torch = pytest.importorskip("torch")
 jnp = pytest.importorskip("jax.numpy")
@@ -245,12 +246,14 @@ def test_export_rejects_what_is_not_a_dltensor(ret):
 def test_generic_producers_convert_zero_copy(cls):
     a = aligned(np.arange(6.0, dtype=np.float32))
     p = cls(a)
+    outs = {}
     for target in ("numpy", "torch", "jax"):
-        out = interop.to_framework(p, target)
+        outs[target] = out = interop.to_framework(p, target)
         assert data_pointer(out) == data_pointer(a), target
         np.testing.assert_array_equal(np.asarray(out), a)
-    a[0] = 42  # the write through the source shows in the NumPy view
-    assert interop.to_framework(p, "numpy")[0] == 42
+    a[0] = 42  # a write through the source, read through each result's own API
+    for target, out in outs.items():
+        assert np.asarray(as_numpy(out))[0] == 42, target
 
 
 # ---- both capsule kinds -------------------------------------------------------------------
@@ -270,6 +273,8 @@ def test_both_capsule_kinds(kind, target):
     assert plan.zero_copy
     assert data_pointer(out) == data_pointer(a)
     assert dlpack._capsule_name(capsule) == b"used_" + kind.encode()
+    a[0] = 42  # a write through the source, read through the result's own API
+    assert np.asarray(as_numpy(out))[0] == 42
 
 
 def test_capsule_producer_rules():
@@ -352,6 +357,8 @@ def test_numpy_ml_dtypes_round_trip_through_capsules(name):
     assert info.view.dtype == name and info.view.ptr == data_pointer(a)
     t = torch.from_dlpack(capsule)
     assert str(t.dtype) == f"torch.{name}" and t.data_ptr() == data_pointer(a)
+    t[0] = 2.0  # a write through torch, read through NumPy
+    assert float(a[0]) == 2.0
 
 
 def test_jax_bfloat16_into_numpy_zero_copy():
