@@ -187,10 +187,15 @@ def test_tensorflow_to_numpy_is_a_read_only_view(tf):
 
 def test_tensorflow_two_dimensional_to_torch_and_jax(tf):
     t, want = tf_tensor("float32", (3, 4))
-    for tgt in ("torch", "jax", "numpy"):
-        r = interop.to_framework(t, tgt, copy=False)
-        assert raw_pointer(r) == tf_ptr(t)
-        _same(np.asarray(as_numpy(r)), want)
+    r = interop.to_framework(t, "torch", copy=False)  # the writable side
+    others = {tgt: interop.to_framework(t, tgt, copy=False) for tgt in ("jax", "numpy")}
+    for out in (r, *others.values()):
+        assert raw_pointer(out) == tf_ptr(t)
+        _same(np.asarray(as_numpy(out)), want)
+    r[1, 2] = -1.0  # a write through torch, read through TF and each other result's own API
+    assert tf_values(t)[1, 2] == -1.0
+    for tgt, out in others.items():
+        assert np.asarray(as_numpy(out))[1, 2] == -1.0, tgt
 
 
 def test_tensorflow_to_torch_records_the_immutability_hazard(tf):
@@ -278,6 +283,8 @@ def test_compact_numpy_layouts_are_zero_copy(tf, layout):
     _same(tf_values(t), a)
     if a.size:
         assert tf_ptr(t) == a.ctypes.data
+        a.flat[0] = -1.0  # a write through NumPy, read through TensorFlow
+        assert tf_values(t).flat[0] == -1.0
 
 
 @pytest.mark.parametrize("offset", [4, 16, 32])
