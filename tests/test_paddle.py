@@ -339,6 +339,8 @@ def test_paddle_tensor_that_requires_grad_is_exported_detached(paddle):
     for tgt in ("torch", "numpy", "jax"):
         r = interop.to_framework(t, tgt, copy=False)
         assert raw_pointer(r) == t.data_ptr()
+    pd_write(t, 7.0)  # a write through paddle, read through the last result's own API
+    assert np.asarray(r)[0] == 7.0
 
 
 def test_paddle_device_id_none_is_fixed_for_jax(paddle):
@@ -354,6 +356,8 @@ def test_paddle_device_id_none_is_fixed_for_jax(paddle):
                     t.__dlpack_device__()[1] is None and refused)
     r = interop.to_framework(t, "jax", copy=False)
     assert r.unsafe_buffer_pointer() == t.data_ptr()
+    pd_write(t, 5.0)  # a write through paddle, read through JAX
+    assert float(np.asarray(r)[0]) == 5.0
 
 
 def test_paddle_capsule_round_trip(paddle):
@@ -364,6 +368,9 @@ def test_paddle_capsule_round_trip(paddle):
     back = interop.to_framework(cap, "paddle")
     assert back.data_ptr() == t.data_ptr()
     _same(pd_values(back), want)
+    m = marker(want.dtype, want[0])
+    pd_write(t, m)  # a write through the source tensor, read through the result
+    assert pd_values(back)[0] == m
 
 
 @pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
