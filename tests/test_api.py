@@ -93,6 +93,8 @@ def test_explain_converts_nothing():
     interop.explain(capsule, "numpy")
     out = interop.to_framework(capsule, "numpy")  # the capsule is still unconsumed
     assert data_pointer(out) == data_pointer(a)
+    a[1] = -1.0  # one buffer: a write through the source is read in the result
+    assert out[1] == -1.0
 
 
 # ---- can_convert -----------------------------------------------------------------------
@@ -276,6 +278,8 @@ def test_device_cpu_keeps_data_in_place():
     a = aligned(np.arange(3.0))
     t = interop.to_framework(a, "torch", device="cpu")
     assert data_pointer(t) == data_pointer(a)
+    t[0] = 7.0  # a write through torch, read in NumPy
+    assert a[0] == 7.0
 
 
 def test_stream_on_cpu_data_is_an_error():

@@ -68,8 +68,10 @@ def test_memoryview_of_strided_buffer():
     mv = memoryview(base)[::3]
     out = interop.to_framework(mv, "numpy")
     assert out.tolist() == [0, 3, 6, 9] and data_pointer(out) == data_pointer(base)
+    base[3] = -3  # a write through the buffer's owner, read in the result
+    assert out[1] == -3
     t = interop.to_framework(mv, "torch")
-    assert t.tolist() == [0, 3, 6, 9]
+    assert t.tolist() == [0, -3, 6, 9]
 
 
 # ---- __array_interface__ --------------------------------------------------------------
@@ -90,6 +92,8 @@ def test_array_interface_strides_honoured():
     out = interop.to_framework(Iface(view), "numpy")
     np.testing.assert_array_equal(out, view)
     assert data_pointer(out) == data_pointer(base)
+    base[1, 2] = -1.0  # the second column of the view: the strides were read, not assumed
+    assert out[1, 1] == -1.0
 
 
 def test_array_interface_read_only_flag():
@@ -97,6 +101,8 @@ def test_array_interface_read_only_flag():
     p = Iface(base, data=(data_pointer(base), True))
     out = interop.to_framework(p, "numpy")
     assert not out.flags.writeable and data_pointer(out) == data_pointer(base)
+    base[0] = 9.0  # the owner may still write: the read-only view sees it
+    assert out[0] == 9.0
 
 
 def test_array_interface_negative_strides_to_torch_copy():
