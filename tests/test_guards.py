@@ -254,6 +254,8 @@ def test_numpy_results_of_immutable_sources_are_read_only(make):
     assert not out.flags.writeable
     with pytest.raises(ValueError):
         out[0] = 1
+    oracles.raw(x, out.dtype)[0] = 42  # neither side may be written: a raw write at the
+    assert out[0] == 42                 # source's own address, read through the result
 
 
 def test_read_only_numpy_to_arrow_and_back_stays_read_only():
@@ -310,6 +312,8 @@ def test_arrow_nulls_filled_convert_zero_copy():
     x = pa.array([1, None, 3], type=pa.int64()).fill_null(0)
     out = interop.to_framework(x, "numpy", copy=False)
     assert out.tolist() == [1, 0, 3] and data_pointer(out) == data_pointer(x)
+    oracles.raw(x, out.dtype)[2] = 7  # a raw write at the Arrow buffer, read through NumPy
+    assert out[2] == 7
 
 
 @pytest.mark.parametrize("target", ["numpy", "torch", "jax", "pandas", "polars", "dlpack"])

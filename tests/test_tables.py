@@ -98,6 +98,8 @@ def test_nulls_mask_values_zero_copy_mask_is_the_copy():
     assert mask.dtype == torch.bool and mask.tolist() == [True, False, True, True]
     assert values[[0, 2, 3]].tolist() == [1, 3, 4]
     assert values.data_ptr() == a.buffers()[1].address  # values: the Arrow buffer itself
+    values[3] = 40  # a write through the tensor, read through Arrow
+    assert a[3].as_py() == 40
     assert torch.is_tensor(cols["c"])  # a column without nulls stays a plain tensor
     plan = interop.explain(t, "torch", nulls="mask")
     pa_ = plan.columns["a"]
