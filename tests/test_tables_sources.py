@@ -63,6 +63,8 @@ def test_polars_dataframe_zero_copy_and_chunks():
     df = pl.DataFrame({"x": np.arange(4.0), "y": np.arange(4, dtype=np.int16)})
     cols = interop.to_framework(df, "torch")
     assert oracles.shares(cols["x"], df["x"]) and oracles.shares(cols["y"], df["y"])
+    cols["y"][1] = 9  # a write through the tensor, read through polars
+    assert df["y"][1] == 9
     assert interop.explain(df, "torch").zero_copy
     two = pl.concat([df, df], rechunk=False)
     assert two["x"].n_chunks() == 2
@@ -191,6 +193,8 @@ def test_dict_to_pandas_polars_and_batch():
     assert oracles.shares(pdf["x"], x) and pdf["y"].to_list() == [0, 1, 2, 3]
     rb = to_record_batch({"x": torch.from_numpy(x)})
     assert rb.column(0).buffers()[1].address == x.ctypes.data
+    x[2] = -2.0  # one buffer: a write through the source is read by pandas, polars and Arrow
+    assert df["x"].iloc[2] == pdf["x"][2] == rb.column(0)[2].as_py() == -2.0
 
 
 def test_dict_columns_to_framework_and_roundtrip_with_masks():
