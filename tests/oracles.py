@@ -113,8 +113,9 @@ class _Producer:
 def consume_capsule(cap: Any) -> Any:
     """The capsule consumed by ``numpy.from_dlpack``; bfloat16 (DLPack code 4), which NumPy
     cannot import (and torch aborts on when strides are negative), is read by this module's
-    reader as an ``ml_dtypes.bfloat16`` array over the capsule's memory, the capsule kept
-    alive (unconsumed: its deleter runs when the array goes)."""
+    reader as an ``ml_dtypes.bfloat16`` array over the capsule's memory (read-only when the
+    capsule says so), the capsule kept alive (unconsumed: its deleter runs when the array
+    goes)."""
     info = read_capsule(cap)
     if info.code != 4:
         return np.from_dlpack(_Producer(cap, (info.device_type, 0)))
@@ -126,8 +127,10 @@ def consume_capsule(cap: Any) -> Any:
         return np.empty(lay.shape, ml_dtypes.bfloat16)
     buf = (ctypes.c_char * (hi - lo)).from_address(lo)
     buf.capsule = cap  # the array's buffer holds the capsule, and so the producer's memory
-    return np.ndarray(lay.shape, ml_dtypes.bfloat16, buffer=buf, offset=lay.ptr - lo,
-                      strides=lay.strides)
+    out = np.ndarray(lay.shape, ml_dtypes.bfloat16, buffer=buf, offset=lay.ptr - lo,
+                     strides=lay.strides)
+    out.flags.writeable = not info.read_only  # as numpy.from_dlpack honours the flag
+    return out
 
 
 # ---- per framework ------------------------------------------------------------------------
