@@ -14,6 +14,14 @@ def aligned(values: Any, dtype: Any = None) -> np.ndarray:
     return fresh_copy(np.asarray(values, dtype=dtype))
 
 
+def jax_cpu() -> Any:
+    """A context in which JAX makes values on its CPU device: the CPU tests' JAX values stay
+    on the CPU on a GPU host too (where JAX's default device is the GPU)."""
+    import jax
+
+    return jax.default_device(jax.devices("cpu")[0])
+
+
 def data_pointer(x: Any) -> int:
     """The address of the first element, by ``x``'s own framework (see ``oracles``)."""
     from oracles import pointer

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import interop
-from helpers import aligned, data_pointer
+from helpers import aligned, data_pointer, jax_cpu
 from interop.errors import (
     CapsuleConsumedError,
     InteropError,
@@ -362,7 +362,8 @@ def test_numpy_ml_dtypes_round_trip_through_capsules(name):
 
 
 def test_jax_bfloat16_into_numpy_zero_copy():
-    x = jnp.arange(8, dtype=jnp.bfloat16)
+    with jax_cpu():
+        x = jnp.arange(8, dtype=jnp.bfloat16)
     a = interop.to_framework(x, "numpy", copy=False)
     assert a.dtype == np.dtype(ml_dtypes.bfloat16)
     assert data_pointer(a) == x.unsafe_buffer_pointer()

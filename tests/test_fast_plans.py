@@ -22,7 +22,7 @@ import pytest
 
 import interop
 import interop.api as api
-from helpers import aligned, data_pointer
+from helpers import aligned, data_pointer, jax_cpu
 from interop.errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
 from interop.frameworks.base import NeedsCopy
 from oracles import shares
@@ -47,7 +47,7 @@ F32 = np.float32
 def _jax_on_the_cpu():
     """The CPU plans under test: JAX values are made on JAX's CPU device, on a GPU host too
     (where its default device is the GPU)."""
-    with jax.default_device(jax.devices("cpu")[0]):
+    with jax_cpu():
         yield
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import interop
 import oracles
-from helpers import aligned, data_pointer, report_upstream
+from helpers import aligned, data_pointer, jax_cpu, report_upstream
 from interop.errors import (
     InteropError,
     NullsError,
@@ -240,10 +240,15 @@ def test_numpy_results_of_read_only_numpy_are_read_only(target):
     assert not out.flags.writeable and data_pointer(out) == data_pointer(a)
 
 
+def _on_jax_cpu(make):
+    with jax_cpu():
+        return make()
+
+
 @pytest.mark.parametrize("make", [
     lambda: pa.array(np.arange(6, dtype=np.float32)),
     lambda: pa.chunked_array([pa.array(np.arange(6, dtype=np.int64))]),
-    lambda: jax.numpy.arange(6, dtype=jax.numpy.float32),
+    lambda: _on_jax_cpu(lambda: jax.numpy.arange(6, dtype=jax.numpy.float32)),
     lambda: pl.Series("s", np.arange(6, dtype=np.float32)),
 ], ids=["arrow-array", "arrow-chunked", "jax", "polars"])
 def test_numpy_results_of_immutable_sources_are_read_only(make):
@@ -267,7 +272,7 @@ def test_read_only_numpy_to_arrow_and_back_stays_read_only():
 
 
 def test_torch_from_jax_records_the_immutability_hazard():
-    x = jax.numpy.arange(4, dtype=jax.numpy.float32)
+    x = _on_jax_cpu(lambda: jax.numpy.arange(4, dtype=jax.numpy.float32))
     plan = interop.explain(x, "torch")
     assert plan.zero_copy and any("immutable" in h for h in plan.hazards), plan
     t = interop.to_framework(x, "torch")

@@ -25,6 +25,7 @@ import oracles
 from helpers import (
     assert_zero_copy_with_every_cpu_framework,
     doctor_pitfalls,
+    jax_cpu,
     report_upstream,
     run_cli_json,
     stale_table_cells,
@@ -319,7 +320,8 @@ def test_read_only_numpy_into_paddle_records_the_hazard(paddle):
 def test_jax_into_paddle_records_the_hazard(paddle):
     import jax.numpy as jnp
 
-    x = jnp.arange(8, dtype=jnp.float32)
+    with jax_cpu():  # the CPU tensor pair, on a GPU host too
+        x = jnp.arange(8, dtype=jnp.float32)
     plan = interop.explain(x, "paddle")
     assert plan.zero_copy and any("cannot be read-only" in h for h in plan.hazards), plan
     t = interop.to_framework(x, "paddle", copy=False)
