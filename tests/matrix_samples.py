@@ -13,8 +13,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from helpers import aligned, data_pointer
-from machine import jax_on_cpu
+from helpers import aligned
+from oracles import consume_capsule, pointer
 
 DTYPES = {
     "bool": np.dtype(np.bool_), "int8": np.dtype(np.int8), "int16": np.dtype(np.int16),
@@ -109,6 +109,9 @@ class Sample:
     """The address of the first element (0 when empty), read before any conversion."""
     mutable: bool
     """Whether the framework lets us write through ``value`` (NumPy writable, torch)."""
+    backing: Any = None
+    """For a capsule: the NumPy array it was exported from (its memory, read and written
+    with NumPy's own API once the capsule is consumed)."""
 
 
 def _np_ptr(a: np.ndarray) -> int:
@@ -152,11 +155,10 @@ def build(source: str, dtype_name: str, layout: str, one_d: bool) -> Sample:
         assert isinstance(t, torch.Tensor)
         return Sample(t, np.array(a), _np_ptr(a), True)
     if source == "jax":
-        import jax.numpy as jnp
+        import jax
 
         a = np_layout(dt, layout, one_d)
-        with jax_on_cpu():  # a CPU sample on any machine (a GPU host's default is the GPU)
-            x = jnp.asarray(a)
+        x = jax.device_put(a, jax.devices("cpu")[0])  # the CPU matrix, on a GPU host too
         assert x.dtype == a.dtype
         return Sample(x, np.array(a), x.unsafe_buffer_pointer() if a.size else 0, False)
     if source == "pyarrow":
@@ -169,7 +171,7 @@ def build(source: str, dtype_name: str, layout: str, one_d: bool) -> Sample:
             a = a[2:]
         if layout == "one-chunk":
             arr = pa.chunked_array([arr])
-        return Sample(arr, np.array(a), _arrow_ptr(arr) if len(a) else 0, False)
+        return Sample(arr, np.array(a), pointer(arr) if len(a) else 0, False)
     if source == "pandas":
         import pandas as pd
 
@@ -190,35 +192,17 @@ def build(source: str, dtype_name: str, layout: str, one_d: bool) -> Sample:
         ptr = raw_pointer(s) if len(a) else 0
         return Sample(s, np.array(a), ptr, False)
     if source == "dlpack":
-        from interop.protocols.dlpack import MAX_VERSION
-
         lay = "C" if layout == "legacy" else layout
         a = np_layout(dt, lay, one_d)
-        cap = a.__dlpack__() if layout == "legacy" else a.__dlpack__(max_version=MAX_VERSION)
-        return Sample(cap, np.array(a), _np_ptr(a), False)
+        cap = a.__dlpack__() if layout == "legacy" else a.__dlpack__(max_version=(1, 1))
+        return Sample(cap, np.array(a), _np_ptr(a), False, a)
     raise AssertionError(source)
 
 
-def _arrow_ptr(arr: Any) -> int:
-    """Address of the values buffer at the array's offset (of its byte, for bit-packed bools)."""
-    if hasattr(arr, "num_chunks"):
-        arr = arr.chunk(0)
-    buf = arr.buffers()[1]
-    return buf.address + arr.offset * arr.type.bit_width // 8
-
-
 def raw_pointer(x: Any) -> int:
-    """The data pointer of ``x``; for bit-packed Arrow/polars booleans, of their bit buffer."""
-    mod = type(x).__module__.partition(".")[0]
-    if mod == "pyarrow":
-        return _arrow_ptr(x)
-    if mod == "polars":
-        return _arrow_ptr(x.to_arrow())
-    if mod == "builtins":
-        from interop.protocols.dlpack import inspect_capsule
-
-        return inspect_capsule(x).view.ptr
-    return data_pointer(x)
+    """The data pointer of ``x`` by its own framework (``oracles.pointer``); for bit-packed
+    Arrow/polars booleans, of the byte holding the first bit."""
+    return pointer(x)
 
 
 # ---- reading and writing any framework's value -------------------------------------------
@@ -240,16 +224,9 @@ def as_numpy(x: Any) -> np.ndarray:
         return x.to_numpy(zero_copy_only=False)
     if mod in ("pandas", "polars"):
         return x.to_numpy()
-    if mod == "builtins":  # a DLPack capsule: consumes it
-        from interop.protocols.dlpack import to_numpy
-
-        return to_numpy(x)
+    if mod == "builtins":  # a DLPack capsule: consumed by NumPy (or torch, for bfloat16)
+        return as_numpy(consume_capsule(x))
     raise AssertionError(type(x))
-
-
-def writable(x: Any) -> bool:
-    mod = type(x).__module__.partition(".")[0]
-    return (isinstance(x, np.ndarray) and x.flags.writeable) or mod == "torch"
 
 
 def marker(dtype: np.dtype, current: Any) -> Any:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import interop
+import oracles
 from helpers import aligned, data_pointer
 from interop.errors import ProtocolError
 from interop.protocols import array_interface
@@ -54,11 +55,12 @@ def test_array_module_doubles():
 def test_read_only_buffer_stays_read_only():
     out = interop.to_framework(b"\x01\x02\x03", "numpy")
     assert not out.flags.writeable and out.tolist() == [1, 2, 3]
-    plan = interop.explain(b"\x01\x02\x03", "torch")
-    t = interop.to_framework(b"\x01\x02\x03", "torch")
+    data = b"\x01\x02\x03"
+    plan = interop.explain(data, "torch")
+    assert plan.zero_copy and any("read-only" in h for h in plan.hazards), plan
+    t = interop.to_framework(data, "torch")
     assert t.tolist() == [1, 2, 3]
-    if plan.zero_copy:
-        assert plan.hazards, plan
+    assert t.data_ptr() == np.frombuffer(data, np.uint8).ctypes.data  # NumPy's own view
 
 
 def test_memoryview_of_strided_buffer():
@@ -66,8 +68,10 @@ def test_memoryview_of_strided_buffer():
     mv = memoryview(base)[::3]
     out = interop.to_framework(mv, "numpy")
     assert out.tolist() == [0, 3, 6, 9] and data_pointer(out) == data_pointer(base)
+    base[3] = -3  # a write through the buffer's owner, read in the result
+    assert out[1] == -3
     t = interop.to_framework(mv, "torch")
-    assert t.tolist() == [0, 3, 6, 9]
+    assert t.tolist() == [0, -3, 6, 9]
 
 
 # ---- __array_interface__ --------------------------------------------------------------
@@ -88,6 +92,8 @@ def test_array_interface_strides_honoured():
     out = interop.to_framework(Iface(view), "numpy")
     np.testing.assert_array_equal(out, view)
     assert data_pointer(out) == data_pointer(base)
+    base[1, 2] = -1.0  # the second column of the view: the strides were read, not assumed
+    assert out[1, 1] == -1.0
 
 
 def test_array_interface_read_only_flag():
@@ -95,6 +101,8 @@ def test_array_interface_read_only_flag():
     p = Iface(base, data=(data_pointer(base), True))
     out = interop.to_framework(p, "numpy")
     assert not out.flags.writeable and data_pointer(out) == data_pointer(base)
+    base[0] = 9.0  # the owner may still write: the read-only view sees it
+    assert out[0] == 9.0
 
 
 def test_array_interface_negative_strides_to_torch_copy():
@@ -102,7 +110,7 @@ def test_array_interface_negative_strides_to_torch_copy():
     p = Iface(base[::-1])
     t = interop.to_framework(p, "torch")
     assert t.tolist() == [5.0, 4.0, 3.0, 2.0, 1.0, 0.0]
-    assert not interop.shares_memory(t, base)
+    assert not oracles.shares(t, base)
 
 
 # ---- malformed dicts ------------------------------------------------------------------

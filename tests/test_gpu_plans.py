@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 import pytest
 import torch
@@ -88,9 +91,15 @@ def test_same_device_request_is_zero_copy():
     assert a[0] == 42.0
 
 
-def test_cross_device_with_copy_false_refused_in_plan():
-    plan = interop.explain(np.arange(4.0), "torch", device="cpu")
-    assert plan.zero_copy
+@pytest.mark.parametrize("device", ["cuda", "cuda:0"])
+def test_cross_device_with_copy_false_is_refused(device):
+    """Moving host data to a device always copies: ``copy=False`` is refused by the plan and
+    by the call (with or without a CUDA device), and the same-device request is free."""
+    plan = interop.explain(np.arange(4.0), "torch", device=device, copy=False)
+    assert not plan.supported and plan.error == "zero-copy", plan  # what the call raises
+    with pytest.raises(ZeroCopyError, match="copies it"):
+        interop.to_framework(np.arange(4.0), "torch", device=device, copy=False)
+    assert interop.explain(np.arange(4.0), "torch", device="cpu", copy=False).zero_copy
 
 
 def test_stream_with_cpu_data_is_refused():
@@ -98,11 +107,19 @@ def test_stream_with_cpu_data_is_refused():
         interop.to_framework(np.arange(4.0), "torch", stream=1)
 
 
-def test_gpu_framework_types_are_detected_without_a_device():
-    cupy = pytest.importorskip("cupy")
-    assert REGISTRY.adapters["cupy"].is_value(np.arange(3)) is False
-    assert "cupy" in [f["name"] for f in interop.frameworks()]
-    assert cupy.ndarray is not None
+def test_gpu_framework_types_are_detected_without_a_device(monkeypatch):
+    """CuPy arrays are recognised by the type of the imported module's ``ndarray`` (no device
+    call): shown with a stand-in module, since no CuPy array can be made without a GPU."""
+    pytest.importorskip("cupy")
+    adapter = REGISTRY.adapters["cupy"]
+    assert adapter.is_value(np.arange(3)) is False
+    assert {f["name"]: f for f in interop.frameworks()}["cupy"]["importable"]
+
+    class ndarray:  # noqa: N801 - the name CuPy's class has
+        pass
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(ndarray=ndarray))
+    assert adapter.is_value(ndarray()) and not adapter.is_value(np.arange(3))
 
 
 def test_zero_copy_error_is_buffer_error():

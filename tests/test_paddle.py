@@ -21,14 +21,16 @@ import numpy as np
 import pytest
 
 import interop
+import oracles
 from helpers import (
     assert_zero_copy_with_every_cpu_framework,
     doctor_pitfalls,
+    report_upstream,
     run_cli_json,
     stale_table_cells,
 )
 from interop.errors import UnsupportedConversionError, ZeroCopyError
-from interop.protocols import dlpack
+from machine import jax_on_cpu
 from matrix_samples import (
     DTYPES,
     SOURCE_DTYPES,
@@ -269,8 +271,9 @@ def test_negative_strides_into_paddle_are_copied_with_the_reason(paddle):
         _same(pd_values(interop.to_framework(a, "paddle")), np.array(a))
 
 
-def test_raw_paddle_misreads_negative_strides():
-    """The misbehaviour itself, in a child process: a MemoryError or wrong values."""
+def test_probe_raw_paddle_on_negative_strides():
+    """The misbehaviour itself, in a child process: a MemoryError or wrong values (reported;
+    interop copies negative strides into paddle either way, the test above)."""
     out = _run("""
         import numpy as np, paddle
         from interop.host import fresh_copy
@@ -284,13 +287,14 @@ def test_raw_paddle_misreads_negative_strides():
     """)
     assert out.returncode == 0, out.stderr[-2000:]
     results = dict(line.split() for line in out.stdout.strip().splitlines())
-    assert set(results) == {"2", "4", "8"} and "ok" not in results.values(), results
+    assert set(results) == {"2", "4", "8"}, results
+    report_upstream("paddle misreads negative strides", "ok" not in results.values())
 
 
 def test_uint16_is_refused_because_paddle_reads_it_as_bfloat16(paddle):
     a = values(DTYPES["uint16"], (4,))
-    raw = paddle.utils.dlpack.from_dlpack(a)  # the misbehaviour
-    assert str(raw.dtype) == "paddle.bfloat16"
+    raw = paddle.utils.dlpack.from_dlpack(a)  # the misbehaviour (a probe: reported)
+    report_upstream("paddle reads uint16 as bfloat16", str(raw.dtype) == "paddle.bfloat16")
     plan = interop.explain(a, "paddle")
     assert not plan.supported and "cast to int32 first" in plan.reasons[0], plan
     for src in (a, __import__("torch").from_numpy(a)):
@@ -302,9 +306,9 @@ def test_uint16_is_refused_because_paddle_reads_it_as_bfloat16(paddle):
 def test_read_only_numpy_into_paddle_records_the_hazard(paddle):
     a = values(DTYPES["float32"], (4,))
     a.flags.writeable = False
-    raw = paddle.utils.dlpack.from_dlpack(a)  # the misbehaviour: a writable alias
+    raw = paddle.utils.dlpack.from_dlpack(a)  # the misbehaviour: a writable alias (a probe)
     raw[0] = 7.0
-    assert a[0] == 7.0
+    report_upstream("paddle writes through read-only NumPy", a[0] == 7.0)
     plan = interop.explain(a, "paddle")
     assert plan.zero_copy and any("ignores the" in h for h in plan.hazards), plan
     cap = values(DTYPES["float32"], (4,))
@@ -316,7 +320,8 @@ def test_read_only_numpy_into_paddle_records_the_hazard(paddle):
 def test_jax_into_paddle_records_the_hazard(paddle):
     import jax.numpy as jnp
 
-    x = jnp.arange(8, dtype=jnp.float32)
+    with jax_on_cpu():  # the CPU tensor pair, on a GPU host too
+        x = jnp.arange(8, dtype=jnp.float32)
     plan = interop.explain(x, "paddle")
     assert plan.zero_copy and any("cannot be read-only" in h for h in plan.hazards), plan
     t = interop.to_framework(x, "paddle", copy=False)
@@ -326,32 +331,48 @@ def test_jax_into_paddle_records_the_hazard(paddle):
 def test_paddle_tensor_that_requires_grad_is_exported_detached(paddle):
     t = paddle.arange(4, dtype="float32")
     t.stop_gradient = False
-    with pytest.raises(BufferError, match="requires gradients"):
-        t.__dlpack__()  # what paddle itself does
+    try:  # what paddle itself does (a probe: reported)
+        t.__dlpack__()
+        refused = False
+    except BufferError as e:
+        assert "requires gradients" in str(e), e
+        refused = True
+    report_upstream("paddle refuses to export a tensor that requires grad", refused)
     for tgt in ("torch", "numpy", "jax"):
         r = interop.to_framework(t, tgt, copy=False)
         assert raw_pointer(r) == t.data_ptr()
+    pd_write(t, 7.0)  # a write through paddle, read through the last result's own API
+    assert np.asarray(r)[0] == 7.0
 
 
 def test_paddle_device_id_none_is_fixed_for_jax(paddle):
     import jax
 
     t = paddle.arange(4, dtype="float32")
-    assert t.__dlpack_device__()[1] is None  # what paddle itself says
-    with pytest.raises(TypeError):
+    try:  # what paddle itself says, and what JAX does with it (a probe: reported)
         jax.dlpack.from_dlpack(t)
+        refused = False
+    except TypeError:
+        refused = True
+    report_upstream("paddle's __dlpack_device__ id None breaks jax.dlpack.from_dlpack",
+                    t.__dlpack_device__()[1] is None and refused)
     r = interop.to_framework(t, "jax", copy=False)
     assert r.unsafe_buffer_pointer() == t.data_ptr()
+    pd_write(t, 5.0)  # a write through paddle, read through JAX
+    assert float(np.asarray(r)[0]) == 5.0
 
 
 def test_paddle_capsule_round_trip(paddle):
     t, want = pd_tensor("bfloat16")
     cap = interop.to_framework(t, "dlpack")
-    info = dlpack.inspect_capsule(cap)
-    assert info.versioned and info.view.ptr == t.data_ptr()
+    info = oracles.read_capsule(cap)
+    assert info.name == "dltensor_versioned" and info.ptr == t.data_ptr()
     back = interop.to_framework(cap, "paddle")
     assert back.data_ptr() == t.data_ptr()
     _same(pd_values(back), want)
+    m = marker(want.dtype, want[0])
+    pd_write(t, m)  # a write through the source tensor, read through the result
+    assert pd_values(back)[0] == m
 
 
 @pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
@@ -391,7 +412,7 @@ def test_lifetimes(paddle):
 def test_tensorflow_to_paddle(tf, dt):
     t = tf.constant(values(DTYPES[dt], (8,)))
     want = np.asarray(t).copy()
-    ptr = dlpack.inspect_capsule(tf.experimental.dlpack.to_dlpack(t)).view.ptr
+    ptr = oracles.pointer(t)  # TF's own DLPack export, read by the tests' reader
     plan = interop.explain(t, "paddle")
     assert plan.zero_copy and any("cannot be read-only" in h for h in plan.hazards), plan
     p = interop.to_framework(t, "paddle", copy=False)
@@ -408,7 +429,7 @@ def test_paddle_to_tensorflow(tf, dt):
     plan = interop.explain(p, "tensorflow")
     assert plan.zero_copy and any("immutable" in h for h in plan.hazards), plan
     t = interop.to_framework(p, "tensorflow", copy=False)
-    assert dlpack.inspect_capsule(tf.experimental.dlpack.to_dlpack(t)).view.ptr == p.data_ptr()
+    assert oracles.pointer(t) == p.data_ptr()
     _same(np.asarray(t), want)
     m = marker(want.dtype, want[0])
     pd_write(p, m)
@@ -445,8 +466,10 @@ def test_misaligned_paddle_into_tensorflow_is_copied():
 
 
 def test_raw_import_order_segfaults_but_interop_refuses():
+    """The segfault is probed in a child (reported); interop refuses either way."""
     raw = _run("import tensorflow; import paddle; print('survived')")
-    assert raw.returncode != 0 and "survived" not in raw.stdout, raw
+    report_upstream("importing paddle after tensorflow segfaults",
+                    raw.returncode != 0 and "survived" not in raw.stdout)
     guarded = _run("""
         import sys, numpy as np
         import tensorflow, interop

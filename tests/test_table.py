@@ -74,6 +74,56 @@ def test_every_cpu_pair_is_probed(fresh):
                 assert c["reason"], c
 
 
+def test_every_zero_copy_cell_is_proved_by_a_write(fresh):
+    """A zero-copy cell names its proof: overlapping bytes by the frameworks' accessors and a
+    write read back on the other side (or the same object handed back)."""
+    for c in fresh["pairs"] + fresh["layouts"]:
+        if c["status"] == table.ZERO_COPY:
+            assert c["proof"], c
+            assert c["proof"] != "the same object" or c["source"] == c["target"], c
+        else:
+            assert c["proof"] is None, c
+
+
+def test_the_probe_is_not_fooled_by_a_copy(monkeypatch):
+    """A conversion that copies where the plan promised a view is a copy in the table, and a
+    disagreement with the plan."""
+    import interop
+
+    real = interop.to_framework
+    monkeypatch.setattr(interop, "to_framework", lambda x, t, **kw: real(x, t, copy=True))
+    for s, t in (("numpy", "torch"), ("jax", "numpy"), ("pyarrow", "polars"),
+                 ("torch", "dlpack")):
+        c = table.probe(s, t, lambda s=s: table.make_sample(s))
+        assert c["status"] == table.COPY and not c["plan_agrees"], c
+
+
+def test_the_probe_needs_the_write_to_be_seen(monkeypatch):
+    """Overlapping pointers alone do not make a zero-copy cell: the write must be seen."""
+    from interop.cli import memory
+
+    monkeypatch.setattr(memory, "write_proof", lambda origin, result: None)
+    c = table.probe("numpy", "torch", lambda: table.make_sample("numpy"))
+    assert c["status"] == table.COPY and c["reason"] == table.NOT_SEEN, c
+    assert not c["plan_agrees"]
+
+
+@pytest.mark.parametrize("name", [*CORE, "dlpack-result"])
+def test_the_cli_reader_agrees_with_the_tests_oracle(name):
+    """Two independent readers of each framework's accessors (the CLI's, the tests') agree on
+    every probe sample: the first element's address and the extent."""
+    import numpy as np
+
+    import oracles
+    from interop.cli import memory
+
+    value = (np.arange(8, dtype=np.float32).__dlpack__() if name == "dlpack-result"
+             else table.make_sample(name)[0])
+    ((device, ptr, *_),) = memory.layouts(value)
+    assert (device, ptr) == ("cpu", oracles.pointer(value))
+    assert memory._span(memory.layouts(value)[0])[1:] == oracles.extent(value)
+
+
 def test_plans_agree_with_the_probes(fresh):
     disagree = [c for c in fresh["pairs"] + fresh["layouts"] if not c["plan_agrees"]]
     assert not disagree

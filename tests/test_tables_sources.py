@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import interop
+import oracles
 from interop.errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
 from interop.tables import to_record_batch
 
@@ -28,7 +29,7 @@ def test_pandas_dataframe_numpy_backed_zero_copy():
     x, y = np.arange(5.0), np.arange(5, dtype=np.int32)
     df = pd.DataFrame({"x": x, "y": y}, copy=False)
     cols = interop.to_framework(df, "torch")
-    assert interop.shares_memory(cols["x"], x) and interop.shares_memory(cols["y"], y)
+    assert oracles.shares(cols["x"], x) and oracles.shares(cols["y"], y)
     assert interop.explain(df, "torch").zero_copy
     cols["y"][1] = 40  # a write through the tensor is seen by the source array
     assert y[1] == 40
@@ -67,7 +68,9 @@ def test_pandas_float_nan_is_a_value_not_a_null():
 def test_polars_dataframe_zero_copy_and_chunks():
     df = pl.DataFrame({"x": np.arange(4.0), "y": np.arange(4, dtype=np.int16)})
     cols = interop.to_framework(df, "torch")
-    assert interop.shares_memory(cols["x"], df["x"]) and interop.shares_memory(cols["y"], df["y"])
+    assert oracles.shares(cols["x"], df["x"]) and oracles.shares(cols["y"], df["y"])
+    cols["y"][1] = 9  # a write through the tensor, read through polars
+    assert df["y"][1] == 9
     assert interop.explain(df, "torch").zero_copy
     two = pl.concat([df, df], rechunk=False)
     assert two["x"].n_chunks() == 2
@@ -153,22 +156,28 @@ def test_arrow_c_device_array_cpu():
 
 # ---- dict of arrays -> tables -------------------------------------------------------------------
 def test_dict_of_torch_to_arrow_shares_buffers_and_keeps_tensor_alive():
-    t1 = torch.arange(1000, dtype=torch.float32)
+    a = np.arange(1000, dtype=np.float32)
+    t1 = torch.from_numpy(a)  # its storage holds ``a``: ``a`` lives exactly as long as it does
     t2 = torch.arange(1000, dtype=torch.int64) * 3
     ptrs = (t1.data_ptr(), t2.data_ptr())
-    ref = weakref.ref(t1)
+    owner = weakref.ref(a)
     tab = interop.to_framework({"x": t1, "y": t2}, "pyarrow")
     assert isinstance(tab, pa.Table)
     assert tab.column("x").chunk(0).buffers()[1].address == ptrs[0]
     assert tab.column("y").chunk(0).buffers()[1].address == ptrs[1]
     assert interop.explain({"x": t1, "y": t2}, "pyarrow").zero_copy
-    del t1, t2
+    t1[0] = -5.0  # one buffer: a write through the tensor is read back through Arrow
+    assert tab.column("x")[0].as_py() == -5.0
+    t1[0] = 0.0
+    del t1, t2, a
     gc.collect()
-    assert ref() is None or True  # the Python object may go; the storage must stay
+    assert owner() is not None  # the table holds the tensor's storage, and so its memory
     junk = [torch.full((1000,), -1.0) for _ in range(50)]  # reuse freed memory if any
     assert tab.column("x").to_pylist() == list(range(1000))
     assert tab.column("y").to_pylist() == [3 * i for i in range(1000)]
-    del junk
+    del junk, tab
+    gc.collect()
+    assert owner() is None  # and lets it go with itself
 
 
 def test_dict_non_contiguous_column_copied_and_said_so():
@@ -187,11 +196,13 @@ def test_dict_non_contiguous_column_copied_and_said_so():
 def test_dict_to_pandas_polars_and_batch():
     x, y = np.arange(4.0), np.arange(4, dtype=np.int32)
     df = interop.to_framework({"x": x, "y": y}, "pandas")
-    assert interop.shares_memory(df["x"], x) and interop.shares_memory(df["y"], y)
+    assert oracles.shares(df["x"], x) and oracles.shares(df["y"], y)
     pdf = interop.to_framework({"x": x, "y": y}, "polars")
-    assert interop.shares_memory(pdf["x"], x) and pdf["y"].to_list() == [0, 1, 2, 3]
+    assert oracles.shares(pdf["x"], x) and pdf["y"].to_list() == [0, 1, 2, 3]
     rb = to_record_batch({"x": torch.from_numpy(x)})
     assert rb.column(0).buffers()[1].address == x.ctypes.data
+    x[2] = -2.0  # one buffer: a write through the source is read by pandas, polars and Arrow
+    assert df["x"].iloc[2] == pdf["x"][2] == rb.column(0)[2].as_py() == -2.0
 
 
 def test_dict_columns_to_framework_and_roundtrip_with_masks():
@@ -238,6 +249,7 @@ def test_a_table_to_its_own_framework_is_the_same_object():
     assert interop.explain(df, "pandas").zero_copy
     back = interop.to_framework(df, "pandas", copy=True)
     assert back is not df and back["a"].tolist() == [1.0, 2.0]
+    assert not oracles.shares(back["a"], df["a"])  # copy=True: a fresh buffer
     pdf, tab = pl.DataFrame({"a": [1]}), pa.table({"a": [1]})
     assert interop.to_framework(pdf, "polars") is pdf
     assert interop.to_framework(tab, "pyarrow") is tab

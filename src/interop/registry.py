@@ -420,7 +420,8 @@ class Registry:
         have = adapter.device(x)
         move = _device_move(adapter, have, self.adapters[tgt], device)
         if move is not None:
-            if move[0] == "cuda" and move[1] >= cuda_device_count():
+            if copy is not False and move[0] == "cuda" and move[1] >= cuda_device_count():
+                # (copy=False is refused first, as the conversion itself refuses it)
                 return Plan(src, tgt, (), False, (f"device={device!r}: no such CUDA device "
                                                   "on this machine",),
                             supported=False, error="device")

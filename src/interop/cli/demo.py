@@ -8,7 +8,8 @@
 5. hand the scores back to Arrow and append them to the table as a new column.
 
 Every hand-over prints its plan (``interop.explain``), whether it was zero-copy (checked
-by data pointers with ``interop.shares_memory``) and its time.
+by the two frameworks' own data pointers, :mod:`interop.cli.memory`, not by interop's view)
+and its time.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from . import cuda_devices
+from . import cuda_devices, memory
 
 FEATURES = ("x1", "x2", "x3")
 
@@ -84,7 +85,7 @@ def handover(x: Any, target: str, name: str, device: str | None = None) -> tuple
     t0 = time.perf_counter()
     y = interop.to_framework(x, target, device=device)
     ms = (time.perf_counter() - t0) * 1e3
-    shared = interop.shares_memory(x, y)
+    shared = memory.overlap(x, y)
     return y, {"zero_copy": bool(shared), "plan_zero_copy": plan.zero_copy, "ms": ms,
                "plan": str(plan), "column": name}
 

@@ -2,12 +2,15 @@
 
 Every cell is a probe, never a guess: a deterministic sample (float32, 1024 elements,
 64-byte aligned) is built in the source framework, converted with
-:func:`interop.to_framework`, and the result is compared with the source by data
-pointers (:func:`interop.shares_memory`). The plan (:func:`interop.explain`) gives the
-reason for every copy; the raised :class:`~interop.errors.InteropError` gives the reason
-for every unsupported cell. Frameworks that are not installed, and GPU rows and columns
-on a machine without a CUDA device, say "not probed here". A retired framework interop has
-no adapter for (MXNet) has a row and a column that say why.
+:func:`interop.to_framework`, and a cell is zero-copy only when proved independently of
+interop (:mod:`interop.cli.memory`): the result's bytes overlap the source's by each
+framework's own accessor, and a write through one side is read back through the other's own
+API (on a GPU, device cells are proved by the accessors' pointers and extents). The plan
+(:func:`interop.explain`) gives the reason for every copy; the raised
+:class:`~interop.errors.InteropError` gives the reason for every unsupported cell.
+Frameworks that are not installed, and GPU rows and columns on a machine without a CUDA
+device, say "not probed here". A retired framework interop has no adapter for (MXNet) has a
+row and a column that say why.
 
 The rendered table (``--markdown``) holds the CPU pairs of the machine that ran it and a GPU
 section whose cells come only from a device run: this machine's probe when it has a CUDA
@@ -29,7 +32,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from . import cuda_devices, package_version
+from . import cuda_devices, memory, package_version
 
 CPU = ["numpy", "torch", "jax", "tensorflow", "paddle", "pyarrow", "pandas", "polars", "dlpack"]
 GPU = ["cupy", "numba", "cudf", "torch-cuda", "jax-gpu", "tensorflow-gpu", "paddle-gpu"]
@@ -90,7 +93,7 @@ def make_sample(name: str) -> tuple[Any, Any]:
     if name == "paddle":
         import paddle
 
-        return _same(paddle.arange(N, dtype="float32"))
+        return _same(paddle.arange(N, dtype="float32").cpu())
     if name == "pyarrow":
         import pyarrow as pa
 
@@ -177,7 +180,7 @@ def _fortran() -> Any:
 def _paddle_reversed() -> tuple[Any, Any]:
     import paddle
 
-    return _same(paddle.arange(N, dtype="float32")[::-1])
+    return _same(paddle.arange(N, dtype="float32").cpu()[::-1])
 
 
 def _bool() -> Any:
@@ -222,10 +225,32 @@ def _installed(name: str) -> bool:
 
 def _cell(source: str, target: str, status: str, reason: str | None = None,
           hazards: tuple[str, ...] = (), steps: tuple[str, ...] = (),
-          plan_agrees: bool = True) -> dict[str, Any]:
+          plan_agrees: bool = True, proof: str | None = None) -> dict[str, Any]:
     return {"source": source, "target": target, "status": status, "reason": reason,
             "hazards": [_clean(h) for h in hazards], "steps": list(steps),
-            "plan_agrees": plan_agrees}
+            "plan_agrees": plan_agrees, "proof": proof}
+
+
+DEVICE_PROOF = "pointers and extents (device memory)"
+NOT_SEEN = "the result's bytes overlap the source's, but a write through one was not seen " \
+           "through the other"
+
+
+def _shared(origin: Any, result: Any) -> tuple[bool, str | None]:
+    """``(overlap, proof)`` for a host result: whether its bytes overlap the source's by the
+    frameworks' own accessors, and how a write then proved the sharing (None: not seen)."""
+    if result is origin:
+        return True, "the same object"
+    if not memory.overlap(origin, result):
+        return False, None
+    if not (memory.on_host(origin) and memory.on_host(result)):  # a JAX default GPU device
+        return True, DEVICE_PROOF
+    side = memory.write_proof(origin, memory.host_result(result))
+    return True, side and {
+        "result": "pointers; a write through the result read back through the source",
+        "source": "pointers; a write through the source read back through the result",
+        "raw": "pointers; neither side is writable: a raw write at the source's address "
+               "read back through the result"}[side]
 
 
 def probe(source: str, target: str, make: Callable[[], tuple[Any, Any]]) -> dict[str, Any]:
@@ -250,11 +275,12 @@ def probe(source: str, target: str, make: Callable[[], tuple[Any, Any]]) -> dict
             return _cell(source, target, UNSUPPORTED,
                          _clean(f"the framework raised {type(e).__name__}: {e}"),
                          plan.hazards, steps, plan_agrees=False)
-        shared = result is origin or interop.shares_memory(origin, result)
-    if shared:
+        overlapping, proof = _shared(origin, result)
+    if overlapping and proof:
         return _cell(source, target, ZERO_COPY, None, plan.hazards, steps,
-                     plan_agrees=plan.zero_copy)
+                     plan_agrees=plan.zero_copy, proof=proof)
     reason = "; ".join(_clean(r) for r in plan.reasons) or (
+        NOT_SEEN if overlapping else
         "the plan claimed zero-copy, but the result has its own buffer")
     return _cell(source, target, COPY, reason, plan.hazards, steps,
                  plan_agrees=not plan.zero_copy)
@@ -338,22 +364,22 @@ def _pair(s: str, t: str, n_gpu: int, skip: tuple[str, ...] = ()) -> dict[str, A
 
 
 def _probe_gpu(s: str, t: str, convert: Callable[[Any], Any]) -> dict[str, Any]:
-    import interop
-
     try:
         value, origin = make_sample(s)
         result = convert(value)
     except Exception as e:
         return _cell(s, t, UNSUPPORTED, _clean(f"{type(e).__name__}: {e}"))
-    if result is origin or interop.shares_memory(origin, result):
-        return _cell(s, t, ZERO_COPY)
+    if result is origin or memory.overlap(origin, result):  # device memory: by accessors
+        return _cell(s, t, ZERO_COPY, proof=DEVICE_PROOF)
     return _cell(s, t, COPY, "the result has its own buffer (moving between devices copies)")
 
 
 # ---- rendering --------------------------------------------------------------------------
 LEGEND = [
-    ("zero-copy", "the result uses the source's buffer: proved by data pointers "
-                  "(`interop.shares_memory`) on a live sample"),
+    ("zero-copy", "the result uses the source's buffer, proved on a live sample without "
+                  "interop: the bytes overlap by each framework's own accessor, and a write "
+                  "through one side is read back through the other (device cells: accessors' "
+                  "pointers and extents)"),
     ("copy", "the conversion works but copies once; the note says why (from `interop.explain`)"),
     ("unsupported", "`interop.to_framework` raises; the note is the error it raises"),
     ("not probed", "the framework is not installed or needs a CUDA device this machine lacks; "
@@ -413,7 +439,8 @@ def markdown(data: dict[str, Any], gpu: dict[str, Any] | None = None) -> str:
         "Generated by `python -m interop table --markdown` from live probes on the machine "
         "that ran it; run the command to see yours. Each cell converts a sample with "
         "`interop.to_framework(x, target)` (default `copy=None`) and checks the result "
-        "against the source by data pointers.",
+        "against the source by each framework's own data pointers and a write read back on "
+        "the other side.",
         "",
         f"- Sample: {data['sample']}.",
         f"- Probed with: {vers}.",
