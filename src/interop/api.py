@@ -68,26 +68,31 @@ def can_convert(x: Any, target: str, *, device: str | None = None,
 
 
 def shares_memory(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device."""
-    va, vb = _view(a), _view(b)
-    if va is None or vb is None or va.device != vb.device:
-        return False
-    lo_a, hi_a = va.extent()
-    lo_b, hi_b = vb.extent()
-    return lo_a < hi_b and lo_b < hi_a
+    """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device; a
+    value of several chunks overlaps where any of its chunks does."""
+    return any(va.device == vb.device and _overlap(va.extent(), vb.extent())
+               for va in _views(a) for vb in _views(b))
 
 
-def _view(x: Any):
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def _views(x: Any) -> list:
+    """The buffer views of ``x``: one, one per chunk, or none (no known buffer)."""
     try:
         adapter = REGISTRY.adapters[REGISTRY.kind(x)]
     except InteropError:
-        return None
+        return []
+    parts = adapter.chunks(x) if adapter.chunks is not None else None
+    if parts is not None:
+        return [v for part in parts for v in _views(part)]
     if adapter.view is None:
-        return None
+        return []
     try:
-        return adapter.view(x)
-    except Exception:  # a value with no single buffer (nulls, chunks, sharded) shares none
-        return None
+        return [adapter.view(x)]
+    except Exception:  # a value with no single buffer (nulls, sharded) shares none
+        return []
 
 
 def frameworks() -> list[dict[str, Any]]:

@@ -148,6 +148,9 @@ class Adapter:
     """Its arrays can be read-only or immutable, so a read-only source stays read-only."""
     is_value: Callable[[Any], bool] = field(default=lambda x: False)
     view: Callable[[Any], BufferView] | None = None
+    chunks: Callable[[Any], list[Any] | None] | None = None
+    """The parts of a value held in several buffers (each a value with a view); ``None``
+    from it when the value is one buffer."""
     device: Callable[[Any], tuple[str, int]] = field(default=lambda x: ("cpu", 0))
     to_numpy: Callable[[Any], Any] | None = None
     """Any value to a host NumPy array, copying if it must (the copy route's first half)."""

@@ -162,6 +162,7 @@ ADAPTER = Adapter(
     aliases=("pl",),
     modules=("polars",),
     package="polars",
+    chunks=lambda s: s.get_chunks() if s.n_chunks() > 1 else None,
     is_value=_is_value,
     view=view,
     to_numpy=to_numpy,

@@ -167,6 +167,7 @@ ADAPTER = Adapter(
     aliases=("arrow", "pa"),
     modules=("pyarrow",),
     package="pyarrow",
+    chunks=lambda x: x.chunks if type(x).__name__ == "ChunkedArray" and x.num_chunks > 1 else None,
     install='pip install "interop[arrow]"',
     is_value=_is_value,
     view=view,
