@@ -8,14 +8,16 @@ ALIGNMENT = 64
 """Byte alignment of every buffer interop allocates (what XLA on the CPU needs)."""
 
 
-def fresh_copy(arr: Any) -> Any:
-    """A new, writable, C-contiguous, 64-byte aligned copy of the NumPy array ``arr``."""
+def fresh_copy(arr: Any, dtype: Any = None) -> Any:
+    """A new, writable, C-contiguous, 64-byte aligned copy of the NumPy array ``arr``, cast
+    to ``dtype`` (a narrower one of the same kind) if given."""
     import numpy as np
 
-    nbytes = arr.size * arr.dtype.itemsize
+    dtype = arr.dtype if dtype is None else np.dtype(dtype)
+    nbytes = arr.size * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     start = (-raw.ctypes.data) % ALIGNMENT
-    out = raw[start:start + nbytes].view(arr.dtype).reshape(arr.shape)
-    np.copyto(out, arr, casting="no")
+    out = raw[start:start + nbytes].view(dtype).reshape(arr.shape)
+    np.copyto(out, arr, casting="no" if dtype == arr.dtype else "same_kind")
     return out
 

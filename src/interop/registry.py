@@ -14,6 +14,7 @@ from collections.abc import Callable
 from inspect import signature
 from typing import Any
 
+from . import narrowing
 from .errors import (
     DeviceError,
     InteropError,
@@ -28,11 +29,15 @@ from .frameworks.base import (
     NULLS,
     UNSUPPORTED,
     Adapter,
+    ConsumerRules,
     Edge,
     NeedsCopy,
+    dtype_obstacle,
 )
 from .host import fresh_copy
+from .names import CALL_OPTIONS, DEVICE_SYNONYMS, TABLE_OPTIONS, did_you_mean
 from .plan import Plan, Step
+from .protocols import dlpack
 
 DLPACK_COST = 2.2  # on the host, two fast-path steps through NumPy (1.0 each) beat it
 LEGACY_PENALTY = 2.5
@@ -86,11 +91,36 @@ class Registry:
         self.plans.clear()
         self.fast.clear()
 
-    def _store(self, x: Any, target: str, device: Any, copy: bool | None,
+    def _store(self, x: Any, target: str, tgt: str, device: Any, copy: bool | None,
                fn: Callable[[Any], Any], fast: Callable[[Any], Any] | None = None) -> None:
-        self.plans[(type(x), target, device, copy)] = fn
+        """Cache a plan under the canonical name ``tgt``; the name as typed (``target``, an
+        alias such as ``"pt"``) is an entry for the same plan, so aliases share plans."""
+        tp = type(x)
+        self.plans[(tp, tgt, device, copy)] = fn
+        self._alias(target, tgt)
+        if target != tgt:
+            self.plans[(tp, target, device, copy)] = fn
         if device is None and copy is None:
-            self.fast.setdefault(target, {})[type(x)] = fast or fn
+            self.fast[tgt][tp] = fast or fn
+
+    def _alias(self, target: str, tgt: str) -> None:
+        """``fast[target]`` is ``fast[tgt]`` itself (one dict of plans per framework)."""
+        per_type = self.fast.get(tgt)
+        if per_type is None:
+            per_type = self.fast[tgt] = {}
+        if target != tgt:
+            self.fast[target] = per_type
+
+    def _cached(self, x: Any, target: str, tgt: str, device: Any,
+                copy: bool | None) -> Callable[[Any], Any] | None:
+        """The plan cached for ``type(x)`` under the canonical name, now also under the name
+        as typed; ``None`` if there is none yet."""
+        key = (type(x), tgt, device, copy)
+        fn = self.plans.get(key)
+        if fn is not None and target != tgt:
+            self.plans[(type(x), target, device, copy)] = fn
+            self._alias(target, tgt)
+        return fn
 
     def known(self) -> list[str]:
         return sorted(n for n, a in self.adapters.items() if a.kind != "source")
@@ -104,10 +134,12 @@ class Registry:
                 f"known: {self.known()}")
         canon = self._names.get(name.lower())
         if canon is None or self.adapters[canon].kind == "source":
-            aliases = {a: sorted(ad.aliases) for a, ad in self.adapters.items()
-                       if ad.kind != "source"}
+            targets = [a for a in self.adapters.values() if a.kind == "array"]
+            hint = did_you_mean(name, {n: a.name for a in targets for n in (a.name, *a.aliases)})
             raise UnknownFrameworkError(
-                f"unknown target framework {name!r}; known (with aliases): {aliases}")
+                f"unknown target framework {name!r}{hint}; known: "
+                f"{', '.join(sorted(a.name for a in targets))} (aliases such as 'pt', 'np' "
+                "and 'tf' work too, in any case)")
         return canon
 
     def kind(self, x: Any) -> str:
@@ -192,13 +224,24 @@ class Registry:
             why = _refusal(adapter, x, tgt)
             if why:
                 raise UnsupportedConversionError(f"{src} -> {tgt}: {why}")
+            if target != tgt and stream is None and not options:
+                fn = self._cached(x, target, tgt, device, copy)  # planned under another name
+                if fn is not None:
+                    return fn
             if adapter.convert_table is not None:
                 conv, opts = adapter.convert_table, dict(options or {})
                 fn = lambda x: conv(x, tgt, copy=copy, device=device, **opts)  # noqa: E731
                 if not opts:
-                    self._store(x, target, device, copy, fn)
+                    self._store(x, target, tgt, device, copy, fn)
                 return fn
             if options:
+                unknown = sorted(o for o in options if o not in TABLE_OPTIONS)
+                if unknown:
+                    raise InteropError(
+                        f"unknown option {unknown[0]!r}"
+                        f"{did_you_mean(unknown[0], CALL_OPTIONS + TABLE_OPTIONS)}; known: "
+                        f"{', '.join(o + '=' for o in CALL_OPTIONS)} and, for tables and "
+                        f"dataframes, {', '.join(o + '=' for o in TABLE_OPTIONS)}")
                 raise InteropError(
                     f"options {sorted(options)} apply to tables and dataframes, not to a "
                     f"{src} value")
@@ -221,7 +264,7 @@ class Registry:
                 if copy is None and device is None:
                     fast = self._compile_fast(src, tgt, have[0])
             if not adapter.per_value_kind:
-                self._store(x, target, device, copy, fn, fast)
+                self._store(x, target, tgt, device, copy, fn, fast)
             return fn
 
     def _dispatch(self, adapter: Adapter, tgt: str, copy: bool | None,
@@ -355,9 +398,11 @@ class Registry:
         """One copy into a fresh compact buffer on the hub (NumPy on the host, CuPy on a
         GPU), then zero-copy on to the target."""
         if device == "cpu":
-            hub, arr = "numpy", fresh_copy(self.adapters[src].to_numpy(x))
+            hub, arr = "numpy", self.adapters[src].to_numpy(x)
+            arr = fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
         else:
-            hub, arr = "cupy", _cupy_fresh(self._compile(src, "cupy", None, device)(x))
+            hub, arr = "cupy", self._compile(src, "cupy", None, device)(x)
+            arr = _cupy_fresh(arr, self.narrowing(arr.dtype, tgt, warn=True))
         if tgt == hub:
             return arr
         edges = self.route(hub, tgt, device)
@@ -374,18 +419,36 @@ class Registry:
             arr = e.convert(arr)
         return arr
 
+    def narrowing(self, dtype: Any, tgt: str, warn: bool = False) -> str | None:
+        """The narrower dtype string ``tgt`` holds ``dtype`` as (JAX with 64-bit types off),
+        or ``None``; ``warn``: emit the :class:`~interop.errors.NarrowingWarning` saying so."""
+        rules = self.adapters[tgt].rules
+        if rules is None or rules.narrows is None:
+            return None
+        narrow = rules.narrows(dlpack.typestr_of(dtype))
+        if narrow is None:
+            return None
+        if warn:
+            narrowing.warn(narrow[1])
+        return narrow[0]
+
     def move(self, src: str, x: Any, tgt: str, where: tuple[str, int],
              copy: bool | None) -> Any:
         """Copy a value to another device (``where``), as ``device=`` asked."""
         if copy is False:
-            raise ZeroCopyError(
-                f"copy=False, but moving {src} data to {where[0]}:{where[1]} copies it")
+            to = "the current CUDA device" if where[1] is None else f"{where[0]}:{where[1]}"
+            why = (f" ({tgt} holds CUDA device memory only)" if where[1] is None else "")
+            raise ZeroCopyError(f"copy=False, but moving {src} data to {to}{why} copies it")
         arr = self.adapters[src].to_numpy(x)
         if where[0] == "cpu":
             return self.copy_route("numpy", arr, tgt) if copy else \
                 self._compile("numpy", tgt, None)(arr)
+        if where[1] is None:  # the current device, for a device-only target
+            where = ("cuda", _current_cuda_device(tgt))
         _require_cuda(where[1])
-        return self.adapters[tgt].to_device(arr, where[1])
+        narrow = self.narrowing(arr.dtype, tgt, warn=True)
+        return self.adapters[tgt].to_device(arr if narrow is None else arr.astype(narrow),
+                                            where[1])
 
     # ---- explaining -----------------------------------------------------------------
     def explain(self, x: Any, target: str, device: Any = None,
@@ -402,14 +465,22 @@ class Registry:
         have = adapter.device(x)
         move = _device_move(adapter, have, self.adapters[tgt], device)
         if move is not None:
-            if move[0] == "cuda" and move[1] >= cuda_device_count():
-                return Plan(src, tgt, (), False, (f"device={device!r}: no such CUDA device "
-                                                  "on this machine",),
-                            supported=False, error="device")
-            return Plan(src, tgt, (Step(src, tgt, f"copy to {move[0]}:{move[1]}", True),),
-                        False, (f"device={device!r} moves the data from {have[0]}:{have[1]}",),
-                        supported=copy is not False, error=None if copy is not False
-                        else "zero-copy")
+            if move[1] is None:  # host data for a device-only target
+                step = Step(src, tgt, "copy to the current CUDA device", True)
+                why = (f"{tgt} holds CUDA device memory only: the host data is copied to the "
+                       f"current CUDA device, as {tgt} itself does (device='cuda:N' picks one)")
+                if not cuda_device_count():
+                    return Plan(src, tgt, (step,), False, (why, _NO_CUDA), supported=False,
+                                error="device")
+            else:
+                if move[0] == "cuda" and move[1] >= cuda_device_count():
+                    return Plan(src, tgt, (), False, (f"device={device!r}: no such CUDA "
+                                                      "device on this machine",),
+                                supported=False, error="device")
+                step = Step(src, tgt, f"copy to {move[0]}:{move[1]}", True)
+                why = f"device={device!r} moves the data from {have[0]}:{have[1]}"
+            return Plan(src, tgt, (step,), False, (why,), supported=copy is not False,
+                        error=None if copy is not False else "zero-copy")
         dev = have[0]
         edges = self.route(src, tgt, dev)
         if edges is None:
@@ -462,10 +533,30 @@ class Registry:
         hub = "numpy" if device == "cpu" else "cupy"
         if at != hub:
             steps.append(Step(at, hub, "to host NumPy" if hub == "numpy" else "to CuPy"))
-        steps.append(Step(hub, hub, "fresh aligned copy", copies=True))
+        fresh = "fresh aligned copy"
+        narrow = self._plan_narrowing(at, value, tgt)
+        if narrow is not None:
+            fresh += f", cast to {narrow[0]}"
+            if narrow[1] not in reasons:
+                reasons = [*reasons, narrow[1]]
+        steps.append(Step(hub, hub, fresh, copies=True))
         for e in self.route(hub, tgt, device) or []:
             steps.append(Step(e.source, e.target, e.via))
         return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
+
+    def _plan_narrowing(self, at: str, value: Any, tgt: str) -> tuple[str, str] | None:
+        """``(dtype name, why)`` of the cast the copy route will make for ``value`` (a value
+        of ``at``) on its way to ``tgt``, or ``None``."""
+        rules = self.adapters[tgt].rules
+        if rules is None or rules.narrows is None or value is None:
+            return None
+        dtype = _dtype_string(self.adapters[at], value)
+        narrow = rules.narrows(dtype) if dtype is not None else None
+        if narrow is None:
+            return None
+        import numpy
+
+        return numpy.dtype(narrow[0]).name, narrow[1]
 
     def _refused_after_copy(self, at: str, value: Any, tgt: str) -> str | None:
         """Why the steps after the copy route's fresh host copy would refuse ``value`` (its
@@ -474,7 +565,8 @@ class Registry:
         if sample is None or tgt == "numpy":
             return None
         try:
-            arr = fresh_copy(self.adapters[at].to_numpy(sample))
+            arr = self.adapters[at].to_numpy(sample)
+            arr = fresh_copy(arr, self.narrowing(arr.dtype, tgt))
         except Exception:  # the conversion itself names what is wrong
             return None
         for e in self.route("numpy", tgt, "cpu") or ():
@@ -500,6 +592,20 @@ def _sample(x: Any) -> Any:
         return None
 
 
+def _dtype_string(adapter: Adapter, x: Any) -> str | None:
+    """The dtype string of ``x`` (its buffer view's, or its first element's on the host)."""
+    try:
+        if adapter.view is not None:
+            return adapter.view(x).dtype
+    except Exception:  # no single buffer (nulls, chunks): read a sample
+        pass
+    sample = _sample(x)
+    try:
+        return dlpack.typestr_of(adapter.to_numpy(sample).dtype) if sample is not None else None
+    except Exception:
+        return None
+
+
 def _identity(x: Any) -> Any:
     return x
 
@@ -507,12 +613,17 @@ def _identity(x: Any) -> Any:
 def _dlpack_edge(s: Adapter, t: Adapter, cost: float, device: str = "cpu") -> Edge:
     rules = t.rules
     export, consume, check = s.export_dlpack, t.from_dlpack, s.dlpack_check
+    if check is None and rules.narrows is not None and s.view is not None:
+        view = s.view  # a source with no check of its own (CuPy): the consumer's dtype rules
+
+        def check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+            return dtype_obstacle(rules, view(x).dtype)
 
     def convert(x: Any) -> Any:
         return consume(export(x))
 
     def verdict(x: Any) -> tuple[str, str] | None:
-        return check(x, rules) if check is not None else None
+        return check(x, rules)
 
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", convert,
                 check=verdict if check is not None else None, hazard=t.dlpack_hazard,
@@ -547,10 +658,10 @@ def _with_stream(e: Edge, adapters: dict[str, Adapter], stream: Any) -> Edge:
     return replace(e, convert=convert)
 
 
-def _cupy_fresh(x: Any) -> Any:
+def _cupy_fresh(x: Any, dtype: Any = None) -> Any:
     import cupy
 
-    return cupy.array(x, copy=True, order="C")
+    return cupy.array(x, dtype=dtype, copy=True, order="C")
 
 
 def cuda_device_count() -> int:
@@ -570,6 +681,27 @@ def cuda_device_count() -> int:
         return 0
 
 
+_NO_CUDA = "this machine has no CUDA device (none visible to CuPy or torch)"
+
+
+def _current_cuda_device(tgt: str) -> int:
+    """The current CUDA device's index (CuPy's, else torch's), or a DeviceError naming why
+    ``tgt`` cannot take host data here; never a raw CUDA error."""
+    if not cuda_device_count():
+        raise DeviceError(f"{tgt} holds CUDA device memory only, so host data would be copied "
+                          f"to the current CUDA device, but {_NO_CUDA}; convert to a host "
+                          "framework instead (numpy, torch, jax ...)")
+    import sys
+
+    for name, current in (("cupy", lambda m: m.cuda.runtime.getDevice()),
+                          ("torch", lambda m: m.cuda.current_device())):
+        try:
+            return int(current(sys.modules[name]))
+        except Exception:  # not imported, or it cannot say: the next one, else device 0
+            continue
+    return 0
+
+
 def _require_cuda(index: int) -> None:
     n = cuda_device_count()
     if index >= n:
@@ -583,13 +715,17 @@ def _parse_device(device: str) -> tuple[str, int | None]:
         raise DeviceError(f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}")
     kind, _, index = device.lower().partition(":")
     if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
-        raise DeviceError(f"unknown device {device!r}; use 'cpu', 'cuda' or 'cuda:N'")
+        hint = did_you_mean(kind, ("cpu", "cuda"), DEVICE_SYNONYMS)
+        raise DeviceError(f"unknown device {device!r}{hint}; known: 'cpu', 'cuda', 'cuda:N' "
+                          "(N the device index)")
     return kind, int(index) if index else None
 
 
 def _device_move(src: Adapter, have: tuple[str, int], tgt: Adapter,
-                 device: Any) -> tuple[str, int] | None:
-    """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay."""
+                 device: Any) -> tuple[str, int | None] | None:
+    """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay.
+    Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
+    current CUDA device: ``("cuda", None)``."""
     if device is not None:
         kind, index = _parse_device(device)
         if kind == have[0] and (index is None or index == have[1]):
@@ -599,6 +735,8 @@ def _device_move(src: Adapter, have: tuple[str, int], tgt: Adapter,
                 raise DeviceError(f"{tgt.name} cannot hold data on {device!r} "
                                   f"(it supports {list(tgt.devices)})")
             return kind, index or 0
+    if have[0] == "cpu" and tgt.devices == ("cuda",):
+        return "cuda", None  # a device-only target: to the current device, as it would itself
     if have[0] not in tgt.devices:
         raise DeviceError(
             f"the {src.name} value lives on {have[0]}:{have[1]} but {tgt.name} holds "

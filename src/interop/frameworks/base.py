@@ -72,6 +72,10 @@ class ConsumerRules:
     versioned: bool = True
     accepts: Callable[[str], str | None] | None = None
     """Given a dtype string, why the consumer cannot hold it (``None``: it can)."""
+    narrows: Callable[[str], tuple[str, str] | None] | None = None
+    """Given a dtype string, ``(the narrower dtype string the consumer would hold it as,
+    why)`` (JAX with 64-bit types off), or ``None`` when it keeps the dtype. A narrowing is
+    a ``COPY_ROUTE`` obstacle: the copy route casts, with a ``NarrowingWarning``."""
     name: str = ""
     negative_strides_why: str = ("cannot import them (handing them over could crash the "
                                  "interpreter)")
@@ -80,12 +84,25 @@ class ConsumerRules:
     """What the consumer does with a buffer below ``alignment`` (completes the copy reason)."""
 
 
-def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | None:
-    """The first reason ``view`` cannot be handed to a consumer with ``rules`` as it is."""
+def dtype_obstacle(rules: ConsumerRules, ts: str) -> tuple[str, str] | None:
+    """Why a consumer with ``rules`` cannot take dtype string ``ts`` as it is: ``UNSUPPORTED``
+    (it has no such dtype) or ``COPY_ROUTE`` (it would narrow it), else ``None``."""
     if rules.accepts is not None:
-        why = rules.accepts(view.dtype)
+        why = rules.accepts(ts)
         if why:
             return UNSUPPORTED, why
+    if rules.narrows is not None:
+        narrow = rules.narrows(ts)
+        if narrow is not None:
+            return COPY_ROUTE, narrow[1]
+    return None
+
+
+def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | None:
+    """The first reason ``view`` cannot be handed to a consumer with ``rules`` as it is."""
+    verdict = dtype_obstacle(rules, view.dtype)
+    if verdict is not None:
+        return verdict
     if not rules.negative_strides and view.has_negative_strides():
         return COPY_ROUTE, (f"negative strides {view.strides}: {rules.name} "
                             f"{rules.negative_strides_why}")

@@ -16,6 +16,7 @@ from .base import (
     ConsumerRules,
     Edge,
     NeedsCopy,
+    dtype_obstacle,
     module,
     readonly_source,
 )
@@ -74,10 +75,9 @@ def _export(t: Any) -> Any:
 def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     if t.is_conj() or t.is_neg():
         return COPY_ROUTE, "the tensor carries a lazy conjugate/negative bit; resolving it copies"
-    if rules.accepts is not None:
-        why = rules.accepts(_tables()[0].get(t.dtype, str(t.dtype)))
-        if why:
-            return UNSUPPORTED, why
+    verdict = dtype_obstacle(rules, _tables()[0].get(t.dtype, str(t.dtype)))
+    if verdict is not None:
+        return verdict
     if rules.c_contiguous and not t.is_contiguous():
         return COPY_ROUTE, (f"strides {t.stride()} are not compact row-major: {rules.name} "
                             "needs compact row-major buffers")
