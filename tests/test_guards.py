@@ -14,7 +14,6 @@ from helpers import aligned, data_pointer
 from interop.errors import (
     InteropError,
     NullsError,
-    UnsupportedConversionError,
     ZeroCopyError,
 )
 

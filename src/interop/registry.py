@@ -12,7 +12,7 @@ import heapq
 import threading
 from collections.abc import Callable
 from inspect import signature
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import narrowing
 from .errors import (
@@ -36,8 +36,10 @@ from .frameworks.base import (
 )
 from .host import fresh_copy
 from .names import CALL_OPTIONS, DEVICE_SYNONYMS, TABLE_OPTIONS, did_you_mean
-from .plan import Plan, Step
 from .protocols import dlpack
+
+if TYPE_CHECKING:
+    from .plan import Plan, Step
 
 DLPACK_COST = 2.2  # on the host, two fast-path steps through NumPy (1.0 each) beat it
 LEGACY_PENALTY = 2.5
@@ -454,6 +456,8 @@ class Registry:
     def explain(self, x: Any, target: str, device: Any = None,
                 copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
         """The plan for this value: steps, zero-copy or not, reasons and hazards."""
+        from .plan import Plan, Step  # loaded by the first explain, not by every first call
+
         src = self.kind(x)
         tgt = self.target(target)
         adapter = self.adapters[src]
@@ -525,6 +529,8 @@ class Registry:
     def _copy_plan(self, at: str, tgt: str, reasons: list[str], hazards: list[str],
                    steps: list[Step], origin: str | None = None, device: str = "cpu",
                    value: Any = None) -> Plan:
+        from .plan import Plan, Step
+
         refused = self._refused_after_copy(at, value, tgt) if device == "cpu" else None
         if refused is not None:
             return Plan(origin or at, tgt, tuple(steps), False, (*reasons, refused),
