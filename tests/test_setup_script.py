@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOISE = ("I0000 00:00:1700000000.000000 oneDNN custom operations are on",
          "W absl::InitializeLog() ccache: not found, paddle build may be slow")
 FAKE_PYTHON = """#!/usr/bin/env bash
-echo "{0}"
-echo "{1}" >&2
+echo "{}"
+echo "{}" >&2
 case "$*" in *"import interop"*) exit "${{FAIL_IMPORT:-0}}" ;; esac
 exit 0
 """.format(*NOISE)
