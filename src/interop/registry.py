@@ -14,7 +14,6 @@ from collections.abc import Callable
 from inspect import signature
 from typing import TYPE_CHECKING, Any
 
-from . import narrowing
 from .errors import (
     DeviceError,
     InteropError,
@@ -34,8 +33,6 @@ from .frameworks.base import (
     NeedsCopy,
     dtype_obstacle,
 )
-from .host import fresh_copy
-from .names import CALL_OPTIONS, DEVICE_SYNONYMS, TABLE_OPTIONS, did_you_mean
 from .protocols import dlpack
 
 if TYPE_CHECKING:
@@ -137,6 +134,8 @@ class Registry:
         canon = self._names.get(name.lower())
         if canon is None or self.adapters[canon].kind == "source":
             targets = [a for a in self.adapters.values() if a.kind == "array"]
+            from .names import did_you_mean  # the error path only: not loaded by a first call
+
             hint = did_you_mean(name, {n: a.name for a in targets for n in (a.name, *a.aliases)})
             raise UnknownFrameworkError(
                 f"unknown target framework {name!r}{hint}; known: "
@@ -237,6 +236,8 @@ class Registry:
                     self._store(x, target, tgt, device, copy, fn)
                 return fn
             if options:
+                from .names import CALL_OPTIONS, TABLE_OPTIONS, did_you_mean
+
                 unknown = sorted(o for o in options if o not in TABLE_OPTIONS)
                 if unknown:
                     raise InteropError(
@@ -400,6 +401,8 @@ class Registry:
         """One copy into a fresh compact buffer on the hub (NumPy on the host, CuPy on a
         GPU), then zero-copy on to the target."""
         if device == "cpu":
+            from .host import fresh_copy
+
             hub, arr = "numpy", self.adapters[src].to_numpy(x)
             arr = fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
         else:
@@ -431,7 +434,9 @@ class Registry:
         if narrow is None:
             return None
         if warn:
-            narrowing.warn(narrow[1])
+            from .narrowing import warn as warn_narrowing
+
+            warn_narrowing(narrow[1])
         return narrow[0]
 
     def move(self, src: str, x: Any, tgt: str, where: tuple[str, int],
@@ -570,6 +575,8 @@ class Registry:
         sample = _sample(value)
         if sample is None or tgt == "numpy":
             return None
+        from .host import fresh_copy
+
         try:
             arr = self.adapters[at].to_numpy(sample)
             arr = fresh_copy(arr, self.narrowing(arr.dtype, tgt))
@@ -721,6 +728,8 @@ def _parse_device(device: str) -> tuple[str, int | None]:
         raise DeviceError(f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}")
     kind, _, index = device.lower().partition(":")
     if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
+        from .names import DEVICE_SYNONYMS, did_you_mean
+
         hint = did_you_mean(kind, ("cpu", "cuda"), DEVICE_SYNONYMS)
         raise DeviceError(f"unknown device {device!r}{hint}; known: 'cpu', 'cuda', 'cuda:N' "
                           "(N the device index)")
