@@ -57,6 +57,13 @@ def bars(results: dict[str, Any]) -> list[dict[str, Any]]:
                              f"(+ registry on first use: {reg:.1f} ms); "
                              f"frameworks imported: {i['frameworks_imported'] or 'none'}",
                     "pass": i["bar"]["pass"]})
+    f = (i or {}).get("first_call")
+    if f and "bar" in f:
+        worst = max(f["pairs"].items(), key=lambda kv: kv[1]["over_native_ms"])
+        out.append({"bar": f["bar"]["bar"],
+                    "value": f"worst {worst[0]} +{worst[1]['over_native_ms']:.1f} ms "
+                             f"({worst[1]['interop_ms']:.1f} vs {worst[1]['native_ms']:.2f} ms)",
+                    "pass": f["bar"]["pass"]})
     return out
 
 
@@ -165,6 +172,17 @@ def markdown(results: dict[str, Any]) -> str:
                       "| pair | first call (cold plan) us | cached us |", "|---|---|---|"]
             for k, v in c["pairs"].items():
                 lines.append(f"| {k} | {v['cold_us']:.1f} | {v['cached_us']:.2f} |")
+        f = i.get("first_call", {})
+        if f.get("pairs"):
+            lines += ["", f"The first call as a user meets it (medians of {f['runs']} fresh "
+                      "interpreters, bytecode cached, the frameworks of the pair already "
+                      "imported): `import interop` plus the first `to_framework`, against "
+                      "the native call's own first call.", "",
+                      "| pair | import + first call ms | native first call ms | over native ms |",
+                      "|---|---|---|---|"]
+            for k, v in f["pairs"].items():
+                lines.append(f"| {k} | {v['interop_ms']:.2f} | {v['native_ms']:.2f} | "
+                             f"{v['over_native_ms']:+.2f} |")
     g = results.get("gpu")
     if g:
         lines += ["", "## 6. GPU", ""]
