@@ -158,3 +158,10 @@ def test_host_data_reaches_cupy_on_the_current_device():
     c = interop.to_framework(a, "cupy")
     assert isinstance(c, cupy.ndarray) and c.device.id == cupy.cuda.runtime.getDevice()
     np.testing.assert_array_equal(c.get(), a)
+
+
+@pytest.mark.parametrize("target", ["cupy", "numba", "cudf"])
+def test_device_cpu_for_a_device_only_target_is_refused_not_moved(target):
+    with pytest.raises(DeviceError, match=rf"{target} holds CUDA device memory only, but "
+                                          r"device='cpu' asks to keep the numpy value"):
+        interop.to_framework(np.arange(5.0), target, device="cpu")

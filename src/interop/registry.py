@@ -744,6 +744,11 @@ def _device_move(src: Adapter, have: tuple[str, int], tgt: Adapter,
     if device is not None:
         kind, index = _parse_device(device)
         if kind == have[0] and (index is None or index == have[1]):
+            if tgt.devices == ("cuda",) and have[0] == "cpu":
+                raise DeviceError(
+                    f"{tgt.name} holds CUDA device memory only, but device={device!r} asks "
+                    f"to keep the {src.name} value on the host: pass device=None (the "
+                    "current CUDA device) or device='cuda:N'")
             device = None
         else:
             if kind not in tgt.devices:
