@@ -47,4 +47,9 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     assert "ratio_to_memcpy" in data["aos_soa"] and data["aos_soa"]["correct"]
     assert "import_ms" in data["import_time"] and "cold_plan" in data["import_time"]
     assert data["gpu"]["conversions"].get("skipped") in (True, False)
-    assert len(data["bars"]) == 4
+    assert len(data["bars"]) == 5
+    first = data["import_time"]["first_call"]  # import + first call vs the native first call
+    assert set(first["pairs"]) >= {"numpy->torch", "numpy->jax", "pandas->torch"}
+    for v in first["pairs"].values():
+        assert v["over_native_ms"] == v["interop_ms"] - v["native_ms"] and v["native_ms"] > 0
+    assert "import + first call ms" in (tmp_path / "smoke.md").read_text()

@@ -48,7 +48,7 @@ def test_result_outlives_every_source_of_a_chain(chain, dtype):
     x = np.array(saved)                      # the numpy origin
     for tgt in chain:
         if tgt == "jax" and saved.dtype.itemsize == 8:
-            tgt = "torch"                    # JAX without x64 narrows 64-bit (a copy): stay zero-copy
+            tgt = "torch"                    # JAX without x64 narrows 64-bit: stay zero-copy
         y = interop.to_framework(x, tgt)
         del x                                # drop the previous step (its capsule is used up)
         x = y
