@@ -300,8 +300,26 @@ def write_docs(results: dict[str, Any], docs: Path, results_dir: Path, machine: 
             b = old.get(p["pair"])
             lines.append(f"| {p['pair']} | {'' if b is None else f'{b:+.2f}'} | "
                          f"{p['overhead_paired_us']['median']:+.2f} |")
+    lines += first_call_before_after(results_dir, rel)
     if results.get("plots"):
         lines += ["", "## Plots", ""] + [f"![{p}]({rel / p})" for p in results["plots"]]
     path = docs / "performance.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def first_call_before_after(results_dir: Path, rel: Path) -> list[str]:
+    """The section on ``results_dir/first_call_before_after.json`` (the first call before and
+    after it loaded less, measured side by side), or nothing when it is absent."""
+    path = results_dir / "first_call_before_after.json"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    lines = ["", "## The first call before and after loading less", "",
+             f"`{rel / path.name}`: {data['how']}", "",
+             "| pair | before ms | after ms | native first call ms | before over native | "
+             "after over native |", "|---|---|---|---|---|---|"]
+    for pair, v in data["pairs"].items():
+        lines.append(f"| {pair} | {v['before']:.2f} | {v['after']:.2f} | {v['native']:.2f} | "
+                     f"{v['before_over']:+.2f} | {v['after_over']:+.2f} |")
+    return lines
