@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..memo import ARROW_TYPE_ID, memo, memo_by  # noqa: F401 - for the adapters
 from ..protocols import dlpack
+from ..record import record
 from ..view import BufferView
 
 Check = Callable[[Any], "tuple[str, str] | None"]
@@ -35,7 +36,7 @@ UNSUPPORTED = "unsupported"
 NULLS = "nulls"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edge:
     """One conversion step from framework ``source`` to framework ``target``."""
 
@@ -62,7 +63,7 @@ class Edge:
     previous step, to run first in the same call (one Python call less per conversion)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConsumerRules:
     """What a DLPack consumer needs to import a buffer without copying or crashing."""
 
@@ -119,7 +120,7 @@ def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | N
     return None
 
 
-@dataclass
+@record
 class Adapter:
     """A framework as the registry sees it.
 
