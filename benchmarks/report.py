@@ -57,6 +57,13 @@ def bars(results: dict[str, Any]) -> list[dict[str, Any]]:
                              f"(+ registry on first use: {reg:.1f} ms); "
                              f"frameworks imported: {i['frameworks_imported'] or 'none'}",
                     "pass": i["bar"]["pass"]})
+    f = (i or {}).get("first_call")
+    if f and "bar" in f:
+        worst = max(f["pairs"].items(), key=lambda kv: kv[1]["over_native_ms"])
+        out.append({"bar": f["bar"]["bar"],
+                    "value": f"worst {worst[0]} +{worst[1]['over_native_ms']:.1f} ms "
+                             f"({worst[1]['interop_ms']:.1f} vs {worst[1]['native_ms']:.2f} ms)",
+                    "pass": f["bar"]["pass"]})
     return out
 
 
@@ -165,6 +172,17 @@ def markdown(results: dict[str, Any]) -> str:
                       "| pair | first call (cold plan) us | cached us |", "|---|---|---|"]
             for k, v in c["pairs"].items():
                 lines.append(f"| {k} | {v['cold_us']:.1f} | {v['cached_us']:.2f} |")
+        f = i.get("first_call", {})
+        if f.get("pairs"):
+            lines += ["", f"The first call as a user meets it (medians of {f['runs']} fresh "
+                      "interpreters, bytecode cached, the frameworks of the pair already "
+                      "imported): `import interop` plus the first `to_framework`, against "
+                      "the native call's own first call.", "",
+                      "| pair | import + first call ms | native first call ms | over native ms |",
+                      "|---|---|---|---|"]
+            for k, v in f["pairs"].items():
+                lines.append(f"| {k} | {v['interop_ms']:.2f} | {v['native_ms']:.2f} | "
+                             f"{v['over_native_ms']:+.2f} |")
     g = results.get("gpu")
     if g:
         lines += ["", "## 6. GPU", ""] + gpu_lines(g)
@@ -323,9 +341,27 @@ def write_docs(results: dict[str, Any], docs: Path, results_dir: Path, machine: 
             b = old.get(p["pair"])
             lines.append(f"| {p['pair']} | {'' if b is None else f'{b:+.2f}'} | "
                          f"{p['overhead_paired_us']['median']:+.2f} |")
+    lines += first_call_before_after(results_dir, rel)
     lines += ["", GPU_POOL_SOURCE]
     if results.get("plots"):
         lines += ["", "## Plots", ""] + [f"![{p}]({rel / p})" for p in results["plots"]]
     path = docs / "performance.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def first_call_before_after(results_dir: Path, rel: Path) -> list[str]:
+    """The section on ``results_dir/first_call_before_after.json`` (the first call before and
+    after it loaded less, measured side by side), or nothing when it is absent."""
+    path = results_dir / "first_call_before_after.json"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    lines = ["", "## The first call before and after loading less", "",
+             f"`{rel / path.name}`: {data['how']}", "",
+             "| pair | before ms | after ms | native first call ms | before over native | "
+             "after over native |", "|---|---|---|---|---|---|"]
+    for pair, v in data["pairs"].items():
+        lines.append(f"| {pair} | {v['before']:.2f} | {v['after']:.2f} | {v['native']:.2f} | "
+                     f"{v['before_over']:+.2f} | {v['after_over']:+.2f} |")
+    return lines

@@ -2,23 +2,51 @@
 # Creates .venv (if missing) and installs interop with everything its tests and demo use.
 # torch is pinned to the CPU build this machine carries; the package itself does not pin it.
 # tensorflow-cpu and paddlepaddle are pinned too; their tests run in their own pytest processes.
+#
+# One progress line per step; a step's own output (pip's, and the log lines TensorFlow,
+# absl and paddle print on import) is shown only when that step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+
+step() {  # step WHAT COMMAND...: "[setup] WHAT ... ok", or the command's output and its exit
+  local what="$1" log rc=0
+  shift
+  log=$(mktemp)
+  printf '[setup] %s ... ' "$what" >&2
+  "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    echo "ok" >&2
+  else
+    echo "FAILED (exit $rc); its output:" >&2
+    cat "$log" >&2
+  fi
+  rm -f "$log"
+  return "$rc"
+}
+
+pip_install() {
+  .venv/bin/python -m pip install -q --disable-pip-version-check "$@"
+}
+
 if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
+  step "creating .venv" "$PY" -m venv .venv
 fi
 stamp=.venv/.interop-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+  step "installing torch 2.13.0 (CPU)" pip_install "torch==2.13.0"
   # TensorFlow and PaddlePaddle: pinned to the versions whose behaviour the adapters and
   # tests/test_tensorflow.py, tests/test_paddle.py were probed against (not in [all]).
-  .venv/bin/python -m pip install -q --disable-pip-version-check "tensorflow-cpu==2.21.0" "paddlepaddle==3.3.1" 2>&1 | grep -v "^WARNING: Location" || true
+  step "installing tensorflow-cpu 2.21.0 and paddlepaddle 3.3.1" \
+    pip_install "tensorflow-cpu==2.21.0" "paddlepaddle==3.3.1"
   # The CUDA 12 GPU packages import on a CPU machine, for the detection and error tests; not
   # the gpu-cu12 extra itself, whose numba-cuda[cu12] pulls the CUDA toolkit wheels.
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[all,test]" \
-    "cupy-cuda12x>=13" "rmm-cu12>=24.10" "numba-cuda>=0.20" 2>&1 | grep -v "^WARNING: Location" || true
-  # paddle before tensorflow: importing paddle after tensorflow segfaults (both bundle protobuf)
-  .venv/bin/python -c "import interop, torch, jax, pyarrow, pandas, polars, numba, paddle, tensorflow" 
+  step "installing interop[all,test] and the CUDA 12 GPU packages" pip_install -e ".[all,test]" \
+    "cupy-cuda12x>=13" "rmm-cu12>=24.10" "numba-cuda>=0.20"
+  # paddle before tensorflow: importing paddle after tensorflow segfaults (both bundle
+  # protobuf). Their import-time log lines are not ours: quietened here, shown on failure.
+  step "checking every framework imports" env TF_CPP_MIN_LOG_LEVEL=3 GLOG_minloglevel=3 \
+    PYTHONWARNINGS=ignore .venv/bin/python -c \
+    "import interop, torch, jax, pyarrow, pandas, polars, numba, paddle, tensorflow"
   touch "$stamp"
 fi

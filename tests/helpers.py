@@ -86,3 +86,29 @@ def doctor_pitfalls(framework: str) -> tuple[dict, dict]:
         assert p["state"] in ("present", "absent"), p
         assert p["interop"].startswith(("guarded", "avoided", "reported")), p
     return {f["name"]: f for f in d["frameworks"]}, pits
+
+
+def check_narrowed(make: Any, want: np.ndarray, narrow: np.dtype, target: str = "jax") -> None:
+    """A source the target narrows (JAX with 64-bit types off): the plan shows one copy and
+    why; copy=None and copy=True give the narrowed values with exactly one NarrowingWarning;
+    copy=False raises ZeroCopyError with the reason. ``make()`` gives a fresh source value."""
+    import warnings
+
+    import pytest
+
+    import interop
+
+    plan = interop.explain(make(), target)
+    assert plan.supported and not plan.zero_copy, plan
+    assert any("jax_enable_x64" in r for r in plan.reasons), plan
+    assert any(s.copies and f"cast to {narrow.name}" in s.via for s in plan.steps), plan
+    for copy in (None, True):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            out = interop.to_framework(make(), target, copy=copy)
+        told = [w for w in got if issubclass(w.category, interop.NarrowingWarning)]
+        assert len(told) == 1 and want.dtype.name in str(told[0].message), told
+        assert out.dtype == narrow
+        np.testing.assert_array_equal(np.asarray(out), want.astype(narrow))
+    with pytest.raises(interop.ZeroCopyError, match="jax_enable_x64"):
+        interop.to_framework(make(), target, copy=False)

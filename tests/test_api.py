@@ -219,6 +219,25 @@ def test_import_interop_imports_no_framework():
     assert out.returncode == 0, out.stderr
 
 
+def test_first_call_loads_only_what_an_array_conversion_needs():
+    """The first conversion of an array loads neither the table machinery (columns, build,
+    aos), the Plan (explain's), nor the name-suggestion, narrowing and copy helpers; the
+    tables still work, loading them on first use."""
+    lazy = ("interop.tables.columns", "interop.tables.build", "interop.tables.aos",
+            "interop.plan", "interop.names", "interop.narrowing", "interop.host")
+    code = ("import sys, numpy as np, interop; interop.to_framework(np.arange(3.0), 'numpy'); "
+            f"print([m for m in {lazy!r} if m in sys.modules]); "
+            "import pyarrow as pa; from interop.tables import Columns; "
+            "c = interop.to_framework(pa.table({'a': [1.0]}), 'numpy'); "
+            "assert isinstance(c, Columns) and interop.explain(c['a'], 'numpy').zero_copy; "
+            "print('OK')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded, ok = out.stdout.split()
+    assert loaded == "[]" and ok == "OK", out.stdout
+
+
 # ---- target names ----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("name", "canonical"), [

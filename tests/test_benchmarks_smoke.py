@@ -61,7 +61,12 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
             assert all(len(m["us"]) == len(pool["sizes"]) for m in modes.values()), modes
         assert set(pool["pipeline"]["modes"]) == {"own", "pool", "pool_async", "cached_pool"}
         assert all("held_mib" in m for m in pool["pipeline"]["modes"].values())
-    assert len(data["bars"]) == 4
+    assert len(data["bars"]) == 5
+    first = data["import_time"]["first_call"]  # import + first call vs the native first call
+    assert set(first["pairs"]) >= {"numpy->torch", "numpy->jax", "pandas->torch"}
+    for v in first["pairs"].values():
+        assert v["over_native_ms"] == v["interop_ms"] - v["native_ms"] and v["native_ms"] > 0
+    assert "import + first call ms" in (tmp_path / "smoke.md").read_text()
 
 
 def test_pool_section_renders_every_mode_and_ratio() -> None:

@@ -124,3 +124,72 @@ def test_gpu_framework_types_are_detected_without_a_device(monkeypatch):
 
 def test_zero_copy_error_is_buffer_error():
     assert issubclass(ZeroCopyError, BufferError)
+
+
+# ---- a target that holds device memory only: host data goes to the current device ----------
+
+@pytest.mark.parametrize("target", ["cupy", "numba", "cudf"])
+def test_host_data_for_a_device_only_target_is_planned_as_a_copy_to_the_device(target):
+    from conftest import cuda_device_count
+
+    plan = interop.explain(np.arange(5.0), target)
+    assert [(s.via, s.copies) for s in plan.steps] == [("copy to the current CUDA device", True)]
+    assert not plan.zero_copy and "holds CUDA device memory only" in plan.reasons[0]
+    if cuda_device_count():
+        assert plan.supported
+    else:
+        assert not plan.supported and plan.error == "device"
+        assert "no CUDA device" in plan.reasons[1]
+    refused = interop.explain(np.arange(5.0), target, copy=False)
+    assert not refused.supported
+
+
+@pytest.mark.parametrize("target", ["cupy", "numba", "cudf"])
+def test_host_data_for_a_device_only_target_with_copy_false_is_refused(target):
+    with pytest.raises(ZeroCopyError, match=r"to the current CUDA device \(.* device memory only"):
+        interop.to_framework(np.arange(5.0), target, copy=False)
+
+
+@pytest.mark.parametrize("target", ["cupy", "numba", "cudf"])
+@pytest.mark.parametrize("copy", [None, True])
+def test_host_data_for_a_device_only_target_without_a_device_is_a_device_error(target, copy):
+    """CuPy and numba import here but every device call fails: the error is interop's,
+    naming the problem, never a raw CUDA one."""
+    from conftest import cuda_device_count
+
+    if cuda_device_count():
+        pytest.skip("checks the error where no CUDA device exists")
+    for value in (np.arange(5.0), torch.arange(5.0)):
+        with pytest.raises(DeviceError, match=rf"{target} holds CUDA device memory only.*"
+                                              r"no CUDA device"):
+            interop.to_framework(value, target, copy=copy)
+
+
+def test_device_to_host_stays_explicit_for_host_targets():
+    """The other direction is unchanged: a host-only target refuses device data unless
+    device='cpu' is given (checked on the plan, with no GPU needed)."""
+    from interop.api import REGISTRY
+    from interop.registry import _device_move
+
+    cupy, numpy = REGISTRY.adapters["cupy"], REGISTRY.adapters["numpy"]
+    with pytest.raises(DeviceError, match="pass device='cpu'"):
+        _device_move(cupy, ("cuda", 0), numpy, None)
+    assert _device_move(cupy, ("cuda", 0), numpy, "cpu") == ("cpu", 0)
+    assert _device_move(numpy, ("cpu", 0), cupy, None) == ("cuda", None)
+    assert _device_move(numpy, ("cpu", 0), cupy, "cuda:1") == ("cuda", 1)
+
+
+@pytest.mark.gpu
+def test_host_data_reaches_cupy_on_the_current_device():
+    cupy = pytest.importorskip("cupy")
+    a = np.arange(5.0)
+    c = interop.to_framework(a, "cupy")
+    assert isinstance(c, cupy.ndarray) and c.device.id == cupy.cuda.runtime.getDevice()
+    np.testing.assert_array_equal(c.get(), a)
+
+
+@pytest.mark.parametrize("target", ["cupy", "numba", "cudf"])
+def test_device_cpu_for_a_device_only_target_is_refused_not_moved(target):
+    with pytest.raises(DeviceError, match=rf"{target} holds CUDA device memory only, but "
+                                          r"device='cpu' asks to keep the numpy value"):
+        interop.to_framework(np.arange(5.0), target, device="cpu")

@@ -20,7 +20,6 @@ from helpers import aligned, data_pointer, report_upstream
 from interop.errors import (
     InteropError,
     NullsError,
-    UnsupportedConversionError,
     ZeroCopyError,
 )
 from machine import jax_on_cpu
@@ -168,18 +167,25 @@ def test_jax_aligned_buffer_is_zero_copy():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint64, np.complex128])
 @pytest.mark.parametrize("src", ["numpy", "torch"])
-def test_jax_64_bit_without_x64_is_a_clear_error(dtype, src):
+def test_jax_64_bit_without_x64_narrows_as_jax_would_and_says_so(dtype, src):
+    """JAX narrows silently; interop narrows the same way but warns (NarrowingWarning), and
+    refuses with copy=False (the full contract: tests/test_jax_narrowing.py)."""
     assert not jax.config.jax_enable_x64
     a = aligned(np.arange(4).astype(dtype))
     value = a if src == "numpy" else torch.from_numpy(a)
     plan = interop.explain(value, "jax")
-    assert not plan.supported and plan.error == "unsupported"
-    assert not interop.can_convert(value, "jax")
-    for copy in (None, True, False):
-        with pytest.raises(UnsupportedConversionError) as ei:
-            interop.to_framework(value, "jax", copy=copy)
-        msg = str(ei.value)
-        assert "jax_enable_x64" in msg and np.dtype(dtype).name in msg, msg
+    assert plan.supported and not plan.zero_copy
+    assert interop.can_convert(value, "jax") and not interop.can_convert(value, "jax", copy=False)
+    narrow = np.asarray(jax.numpy.asarray(a)).dtype  # what JAX itself makes of it
+    for copy in (None, True):
+        with pytest.warns(interop.NarrowingWarning, match="jax_enable_x64") as got:
+            out = interop.to_framework(value, "jax", copy=copy)
+        assert out.dtype == narrow and len(got) == 1
+        assert np.dtype(dtype).name in str(got[0].message)
+    with pytest.raises(ZeroCopyError) as ei:
+        interop.to_framework(value, "jax", copy=False)
+    msg = str(ei.value)
+    assert "jax_enable_x64" in msg and np.dtype(dtype).name in msg, msg
 
 
 def test_jax_64_bit_with_x64_enabled_is_zero_copy():

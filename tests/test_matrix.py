@@ -23,9 +23,10 @@ import pytest
 
 import interop
 import oracles
-from interop.errors import UnsupportedConversionError, ZeroCopyError
+from interop.errors import NarrowingWarning, UnsupportedConversionError, ZeroCopyError
 from matrix_samples import (
     DTYPES,
+    NARROWED,
     ONE_D,
     SOURCE_DTYPES,
     SOURCE_LAYOUTS,
@@ -117,6 +118,9 @@ def test_cell(src: str, dt: str, lay: str, tgt: str) -> None:
         assert any(n in msg for n in named), (named, msg)
         return
     assert plan.supported, plan
+    if (tgt, dt) in NARROWED:
+        _check_narrowed(src, dt, lay, tgt, plan, NARROWED[tgt, dt])
+        return
     assert plan.zero_copy == (not plan.reasons), plan
     assert plan.zero_copy == all(not st.copies for st in plan.steps), plan
 
@@ -173,6 +177,25 @@ def _read_source(s, src: str) -> np.ndarray:
     if src in ("numpy", "torch", "dlpack"):
         return np.array(as_numpy(_origin(s)))
     return np.array(oracles.raw(s.value, s.expected.dtype))
+
+
+def _check_narrowed(src: str, dt: str, lay: str, tgt: str, plan, narrow: np.dtype) -> None:
+    """A cell the target narrows (JAX, 64-bit types off): one copy, cast as the target would,
+    one NarrowingWarning for copy=None and copy=True, ZeroCopyError for copy=False."""
+    assert not plan.zero_copy and any("jax_enable_x64" in r for r in plan.reasons), plan
+    assert any(st.copies and f"cast to {narrow.name}" in st.via for st in plan.steps), plan
+    for copy in (None, True):
+        s = _fresh(src, dt, lay, tgt)
+        src_extent = oracles.extent(_origin(s))
+        with pytest.warns(NarrowingWarning) as got:
+            result = interop.to_framework(s.value, tgt, copy=copy)
+        assert len(got) == 1 and DTYPES[dt].name in str(got[0].message)
+        _disjoint(result, s, src_extent)
+        _same_values(np.asarray(as_numpy(result)), s.expected.astype(narrow))
+    s = _fresh(src, dt, lay, tgt)
+    with pytest.raises(ZeroCopyError) as ei:
+        interop.to_framework(s.value, tgt, copy=False)
+    assert _norm(plan.reasons[0]) in _norm(str(ei.value)), (plan, ei.value)
 
 
 def _check_default(s, result, plan, src: str, dt: str, lay: str, tgt: str, src_extent) -> None:

@@ -54,7 +54,7 @@ def test_result_outlives_every_source_of_a_chain(chain, dtype):
     origin = x.ctypes.data
     for tgt in chain:
         if tgt == "jax" and saved.dtype.itemsize == 8:
-            tgt = "torch"                    # JAX without x64 refuses 64-bit: stay zero-copy
+            tgt = "torch"                    # JAX without x64 narrows 64-bit: stay zero-copy
         y = interop.to_framework(x, tgt)
         assert first_address(y) == origin, f"{chain}: the step to {tgt} copied"
         del x                                # drop the previous step (its capsule is used up)

@@ -183,7 +183,7 @@ def test_option_errors():
         interop.to_framework(t, "numpy", fill_value=0)
     with pytest.raises(InteropError, match=r"columns \['nope'\] are not in the table"):
         interop.to_framework(t, "numpy", columns=["nope"])
-    with pytest.raises(InteropError, match="unknown table options"):
+    with pytest.raises(InteropError, match="unknown table option 'chunks'; tables take"):
         interop.to_framework(t, "numpy", chunks=1)
 
 

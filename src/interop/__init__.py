@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import errors as errors
 from .errors import InteropError as InteropError
+from .errors import NarrowingWarning as NarrowingWarning
 from .errors import ZeroCopyError as ZeroCopyError
 
 __version__ = "0.1.0"
@@ -23,7 +24,8 @@ _PLAN = {"Plan", "Step"}
 _TABLES = {"aos_to_soa", "soa_to_aos"}
 
 __all__ = sorted(_API | _PLAN | _TABLES
-                 | {"InteropError", "ZeroCopyError", "errors", "frameworks"})
+                 | {"InteropError", "NarrowingWarning", "ZeroCopyError", "errors",
+                    "frameworks"})
 
 
 def __getattr__(name: str):

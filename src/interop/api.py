@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InteropError
 from .frameworks import ADAPTERS
 from .frameworks.base import Adapter, Edge
-from .plan import Plan
 from .registry import Registry
+
+if TYPE_CHECKING:
+    from .plan import Plan
 
 REGISTRY = Registry()
 for _adapter in ADAPTERS:

@@ -49,21 +49,28 @@ __all__ = ["explain", "to_delayed", "to_framework"]
 
 
 def _convert(block: Any, target: str, device: Any, copy: bool | None,
-             options: dict[str, Any]) -> Any:
-    """The task run for every block: ``interop.to_framework`` on the worker."""
+             options: dict[str, Any], told: bool = False) -> Any:
+    """The task run for every block: ``interop.to_framework`` on the worker. ``told``: the
+    client already warned that the collection narrows (its ``_meta`` did), so a block does
+    not warn again."""
     from .api import to_framework as convert
 
-    return convert(block, target, device=device, copy=copy, **options)
+    if not told:
+        return convert(block, target, device=device, copy=copy, **options)
+    from .narrowing import gather
+
+    with gather():
+        return convert(block, target, device=device, copy=copy, **options)
 
 
 def _convert_frame(part: Any, target: str, device: Any, copy: bool | None,
-                   options: dict[str, Any]) -> Any:
+                   options: dict[str, Any], told: bool = False) -> Any:
     """The task for a partition that stays a dataframe: its index (and Series name) is kept.
 
     ``interop.to_framework`` converts the column buffers and gives the new frame a default
     index; dask places rows by their index (its divisions), so it is put back.
     """
-    return _keep_index(part, _convert(part, target, device, copy, options))
+    return _keep_index(part, _convert(part, target, device, copy, options, told))
 
 
 def _keep_index(part: Any, out: Any) -> Any:
@@ -171,21 +178,22 @@ def to_framework(collection: Any, target: str, *, device: str | None = None,
     the result, else one ``Delayed`` per block as :func:`to_delayed`. Computes nothing.
     """
     kind, tgt = _check(collection, target, "to_framework", copy)
+    told = meta is None  # the client converts the _meta: a narrowing is told there, once
     out_meta = meta if meta is not None else _meta_of(collection, kind, tgt, device, copy,
                                                       options, "to_framework")
     if not _holds(kind, out_meta):
-        return _delayed(collection, kind, tgt, device, copy, options)
+        return _delayed(collection, kind, tgt, device, copy, options, told)
     token = f"interop-to-{tgt}"
     if kind == "array":
         return collection.map_blocks(_convert, target=tgt, device=device, copy=copy,
-                                     options=options, meta=out_meta,
+                                     options=options, told=told, meta=out_meta,
                                      dtype=getattr(out_meta, "dtype", None), token=token)
     if meta is None:
         out_meta = _keep_index(collection._meta, out_meta)
     # Across frameworks (pandas -> cuDF) the index is not carried over: row positions are
     # kept, the divisions are not.
     across = _framework(out_meta) != _framework(collection._meta)
-    return collection.map_partitions(_convert_frame, tgt, device, copy, options,
+    return collection.map_partitions(_convert_frame, tgt, device, copy, options, told,
                                      meta=out_meta, clear_divisions=across)
 
 
@@ -201,24 +209,25 @@ def to_delayed(collection: Any, target: str, *, device: str | None = None,
     kind, tgt = _check(collection, target, "to_delayed", copy)
     if meta is None:
         _meta_of(collection, kind, tgt, device, copy, options, "to_delayed")
-    return _delayed(collection, kind, tgt, device, copy, options)
+    return _delayed(collection, kind, tgt, device, copy, options, meta is None)
 
 
 def _delayed(collection: Any, kind: str, tgt: str, device: Any, copy: bool | None,
-             options: dict[str, Any]) -> Any:
+             options: dict[str, Any], told: bool) -> Any:
     from dask.base import tokenize
 
     task = dask.delayed(_convert, pure=True)
     name = f"interop-to-{tgt}-" + tokenize(collection, tgt, device, copy, options)
     parts = collection.to_delayed()
     if kind == "dataframe":
-        return [task(p, tgt, device, copy, options, dask_key_name=(name, i))
+        return [task(p, tgt, device, copy, options, told, dask_key_name=(name, i))
                 for i, p in enumerate(parts)]
     import numpy as np
 
     out = np.empty(parts.shape, dtype=object)
     for idx in np.ndindex(parts.shape):
-        out[idx] = task(parts[idx], tgt, device, copy, options, dask_key_name=(name, *idx))
+        out[idx] = task(parts[idx], tgt, device, copy, options, told,
+                        dask_key_name=(name, *idx))
     return out
 
 

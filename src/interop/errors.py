@@ -1,4 +1,5 @@
-"""The exceptions interop raises: every one is an InteropError and the builtin that fits."""
+"""The exceptions interop raises: every one is an InteropError and the builtin that fits;
+and the one warning it emits, :class:`NarrowingWarning`."""
 
 from __future__ import annotations
 
@@ -37,3 +38,9 @@ class CapsuleConsumedError(ProtocolError, BufferError):
 
 class FrameworkMissingError(InteropError, ImportError):
     """The target framework is not installed."""
+
+
+class NarrowingWarning(UserWarning):
+    """A conversion narrowed a dtype as the target itself would (JAX with 64-bit types off:
+    float64 -> float32, int64 -> int32, ...), with a copy. Turn it into an error with
+    ``warnings.simplefilter("error", interop.NarrowingWarning)``."""

@@ -26,10 +26,11 @@ def fresh_buffer(shape: tuple[int, ...], dtype: Any) -> Any:
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
-def fresh_copy(arr: Any) -> Any:
-    """A new, writable, C-contiguous, 64-byte aligned copy of the NumPy array ``arr``."""
+def fresh_copy(arr: Any, dtype: Any = None) -> Any:
+    """A new, writable, C-contiguous, 64-byte aligned copy of the NumPy array ``arr``, cast
+    to ``dtype`` (a narrower one of the same kind) if given."""
     import numpy as np
 
-    out = fresh_buffer(arr.shape, arr.dtype)
-    np.copyto(out, arr, casting="no")
+    out = fresh_buffer(arr.shape, arr.dtype if dtype is None else dtype)
+    np.copyto(out, arr, casting="no" if out.dtype == arr.dtype else "same_kind")
     return out

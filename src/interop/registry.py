@@ -12,7 +12,7 @@ import heapq
 import threading
 from collections.abc import Callable
 from inspect import signature
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     DeviceError,
@@ -30,13 +30,16 @@ from .frameworks.base import (
     UNSUPPORTED,
     Adapter,
     Check,
+    ConsumerRules,
     Edge,
     NeedsCopy,
     device_check,
+    dtype_obstacle,
 )
-from .host import fresh_buffer, fresh_copy
-from .plan import Plan, Step
 from .protocols import dlpack
+
+if TYPE_CHECKING:
+    from .plan import Plan, Step
 
 DLPACK_COST = 2.2  # on the host, two fast-path steps through NumPy (1.0 each) beat it
 LEGACY_PENALTY = 2.5
@@ -90,11 +93,36 @@ class Registry:
         self.plans.clear()
         self.fast.clear()
 
-    def _store(self, x: Any, target: str, device: Any, copy: bool | None,
+    def _store(self, x: Any, target: str, tgt: str, device: Any, copy: bool | None,
                fn: Callable[[Any], Any], fast: Callable[[Any], Any] | None = None) -> None:
-        self.plans[(type(x), target, device, copy)] = fn
+        """Cache a plan under the canonical name ``tgt``; the name as typed (``target``, an
+        alias such as ``"pt"``) is an entry for the same plan, so aliases share plans."""
+        tp = type(x)
+        self.plans[(tp, tgt, device, copy)] = fn
+        self._alias(target, tgt)
+        if target != tgt:
+            self.plans[(tp, target, device, copy)] = fn
         if device is None and copy is None:
-            self.fast.setdefault(target, {})[type(x)] = fast or fn
+            self.fast[tgt][tp] = fast or fn
+
+    def _alias(self, target: str, tgt: str) -> None:
+        """``fast[target]`` is ``fast[tgt]`` itself (one dict of plans per framework)."""
+        per_type = self.fast.get(tgt)
+        if per_type is None:
+            per_type = self.fast[tgt] = {}
+        if target != tgt:
+            self.fast[target] = per_type
+
+    def _cached(self, x: Any, target: str, tgt: str, device: Any,
+                copy: bool | None) -> Callable[[Any], Any] | None:
+        """The plan cached for ``type(x)`` under the canonical name, now also under the name
+        as typed; ``None`` if there is none yet."""
+        key = (type(x), tgt, device, copy)
+        fn = self.plans.get(key)
+        if fn is not None and target != tgt:
+            self.plans[(type(x), target, device, copy)] = fn
+            self._alias(target, tgt)
+        return fn
 
     def known(self) -> list[str]:
         return sorted(n for n, a in self.adapters.items() if a.kind != "source")
@@ -108,10 +136,14 @@ class Registry:
                 f"known: {self.known()}")
         canon = self._names.get(name.lower())
         if canon is None or self.adapters[canon].kind == "source":
-            aliases = {a: sorted(ad.aliases) for a, ad in self.adapters.items()
-                       if ad.kind != "source"}
+            targets = [a for a in self.adapters.values() if a.kind == "array"]
+            from .names import did_you_mean  # the error path only: not loaded by a first call
+
+            hint = did_you_mean(name, {n: a.name for a in targets for n in (a.name, *a.aliases)})
             raise UnknownFrameworkError(
-                f"unknown target framework {name!r}; known (with aliases): {aliases}")
+                f"unknown target framework {name!r}{hint}; known: "
+                f"{', '.join(sorted(a.name for a in targets))} (aliases such as 'pt', 'np' "
+                "and 'tf' work too, in any case)")
         return canon
 
     def kind(self, x: Any) -> str:
@@ -199,13 +231,26 @@ class Registry:
             why = _refusal(adapter, x, tgt)
             if why:
                 raise UnsupportedConversionError(f"{src} -> {tgt}: {why}")
+            if target != tgt and stream is None and not options:
+                fn = self._cached(x, target, tgt, device, copy)  # planned under another name
+                if fn is not None:
+                    return fn
             if adapter.convert_table is not None:
                 conv, opts = adapter.convert_table, dict(options or {})
                 fn = lambda x: conv(x, tgt, copy=copy, device=device, **opts)  # noqa: E731
                 if not opts:
-                    self._store(x, target, device, copy, fn)
+                    self._store(x, target, tgt, device, copy, fn)
                 return fn
             if options:
+                from .names import CALL_OPTIONS, TABLE_OPTIONS, did_you_mean
+
+                unknown = sorted(o for o in options if o not in TABLE_OPTIONS)
+                if unknown:
+                    raise InteropError(
+                        f"unknown option {unknown[0]!r}"
+                        f"{did_you_mean(unknown[0], CALL_OPTIONS + TABLE_OPTIONS)}; known: "
+                        f"{', '.join(o + '=' for o in CALL_OPTIONS)} and, for tables and "
+                        f"dataframes, {', '.join(o + '=' for o in TABLE_OPTIONS)}")
                 raise InteropError(
                     f"options {sorted(options)} apply to tables and dataframes, not to a "
                     f"{src} value")
@@ -229,7 +274,7 @@ class Registry:
                 if copy is None and device is None:
                     fast = self._compile_fast(src, tgt, have[0])
             if not adapter.per_value_kind:
-                self._store(x, target, device, copy, fn, fast)
+                self._store(x, target, tgt, device, copy, fn, fast)
             return fn
 
     def _dispatch(self, adapter: Adapter, tgt: str, copy: bool | None,
@@ -363,16 +408,22 @@ class Registry:
         """One copy into a fresh compact buffer on the hub (NumPy on the host, CuPy on a
         GPU), then zero-copy on to the target."""
         if device == "cpu":
+            from .host import fresh_copy
+
             try:
                 arr = self.adapters[src].to_numpy(x)
             except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
                 raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
-            hub, arr = "numpy", fresh_copy(arr)
+            hub, arr = "numpy", fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
         elif _empty(x):  # no bytes to move, and an empty device buffer may not export
             adapter = self.adapters[src]
-            return self.adapters[tgt].to_device(adapter.to_numpy(x), adapter.device(x)[1])
+            arr = adapter.to_numpy(x)
+            narrow = self.narrowing(arr.dtype, tgt, warn=True)
+            return self.adapters[tgt].to_device(arr if narrow is None else arr.astype(narrow),
+                                                adapter.device(x)[1])
         else:
-            hub, arr = "cupy", _cupy_fresh(self._compile(src, "cupy", None, device)(x))
+            hub, arr = "cupy", self._compile(src, "cupy", None, device)(x)
+            arr = _cupy_fresh(arr, self.narrowing(arr.dtype, tgt, warn=True))
         if tgt == hub:
             return arr
         edges = self.route(hub, tgt, device)
@@ -389,23 +440,45 @@ class Registry:
             arr = e.convert(arr)
         return arr
 
+    def narrowing(self, dtype: Any, tgt: str, warn: bool = False) -> str | None:
+        """The narrower dtype string ``tgt`` holds ``dtype`` as (JAX with 64-bit types off),
+        or ``None``; ``warn``: emit the :class:`~interop.errors.NarrowingWarning` saying so."""
+        rules = self.adapters[tgt].rules
+        if rules is None or rules.narrows is None:
+            return None
+        narrow = rules.narrows(dlpack.typestr_of(dtype))
+        if narrow is None:
+            return None
+        if warn:
+            from .narrowing import warn as warn_narrowing
+
+            warn_narrowing(narrow[1])
+        return narrow[0]
+
     def move(self, src: str, x: Any, tgt: str, where: tuple[str, int],
              copy: bool | None) -> Any:
         """Copy a value to another device (``where``), as ``device=`` asked."""
         if copy is False:
-            raise ZeroCopyError(
-                f"copy=False, but moving {src} data to {where[0]}:{where[1]} copies it")
+            to = "the current CUDA device" if where[1] is None else f"{where[0]}:{where[1]}"
+            why = (f" ({tgt} holds CUDA device memory only)" if where[1] is None else "")
+            raise ZeroCopyError(f"copy=False, but moving {src} data to {to}{why} copies it")
         arr = self.adapters[src].to_numpy(x)
         if where[0] == "cpu":
             return self.copy_route("numpy", arr, tgt) if copy else \
                 self._compile("numpy", tgt, None)(arr)
+        if where[1] is None:  # the current device, for a device-only target
+            where = ("cuda", _current_cuda_device(tgt))
         _require_cuda(where[1])
-        return self.adapters[tgt].to_device(arr, where[1])
+        narrow = self.narrowing(arr.dtype, tgt, warn=True)
+        return self.adapters[tgt].to_device(arr if narrow is None else arr.astype(narrow),
+                                            where[1])
 
     # ---- explaining -----------------------------------------------------------------
     def explain(self, x: Any, target: str, device: Any = None,
                 copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
         """The plan for this value: steps, zero-copy or not, reasons and hazards."""
+        from .plan import Plan, Step  # loaded by the first explain, not by every first call
+
         src = self.kind(x)
         tgt = self.target(target)
         adapter = self.adapters[src]
@@ -420,15 +493,23 @@ class Registry:
         have = adapter.device(x)
         move = _device_move(adapter, have, self.adapters[tgt], device)
         if move is not None:
-            if copy is not False and move[0] == "cuda" and move[1] >= cuda_device_count():
-                # (copy=False is refused first, as the conversion itself refuses it)
-                return Plan(src, tgt, (), False, (f"device={device!r}: no such CUDA device "
-                                                  "on this machine",),
-                            supported=False, error="device")
-            return Plan(src, tgt, (Step(src, tgt, f"copy to {move[0]}:{move[1]}", True),),
-                        False, (f"device={device!r} moves the data from {have[0]}:{have[1]}",),
-                        supported=copy is not False, error=None if copy is not False
-                        else "zero-copy")
+            if move[1] is None:  # host data for a device-only target
+                step = Step(src, tgt, "copy to the current CUDA device", True)
+                why = (f"{tgt} holds CUDA device memory only: the host data is copied to the "
+                       f"current CUDA device, as {tgt} itself does (device='cuda:N' picks one)")
+                if copy is not False and not cuda_device_count():
+                    # (copy=False is refused first, as the conversion itself refuses it)
+                    return Plan(src, tgt, (step,), False, (why, _NO_CUDA), supported=False,
+                                error="device")
+            else:
+                if copy is not False and move[0] == "cuda" and move[1] >= cuda_device_count():
+                    return Plan(src, tgt, (), False, (f"device={device!r}: no such CUDA "
+                                                      "device on this machine",),
+                                supported=False, error="device")
+                step = Step(src, tgt, f"copy to {move[0]}:{move[1]}", True)
+                why = f"device={device!r} moves the data from {have[0]}:{have[1]}"
+            return Plan(src, tgt, (step,), False, (why,), supported=copy is not False,
+                        error=None if copy is not False else "zero-copy")
         dev = have[0]
         edges = self.route(src, tgt, dev)
         if edges is None:
@@ -457,8 +538,8 @@ class Registry:
                 if copy is False:
                     return Plan(src, tgt, tuple(steps), False, tuple(reasons),
                                 tuple(hazards), supported=False, error="zero-copy")
-                if what == COPY_ROUTE:
-                    return self._copy_plan(e.source, tgt, reasons, hazards, steps,
+                if what == COPY_ROUTE:  # the result shares nothing: no sharing hazards
+                    return self._copy_plan(e.source, tgt, reasons, [], steps,
                                            origin=src, device=dev, value=v)
                 steps.append(Step(e.source, e.target, e.via, copies=True))
             else:
@@ -468,11 +549,14 @@ class Registry:
                     else e.convert(v)
         if not edges:
             steps.append(Step(src, tgt, "identity"))
-        return Plan(src, tgt, tuple(steps), zero_copy, tuple(reasons), tuple(hazards))
+        return Plan(src, tgt, tuple(steps), zero_copy, tuple(reasons),
+                    tuple(hazards) if zero_copy else ())  # a copy shares nothing
 
     def _copy_plan(self, at: str, tgt: str, reasons: list[str], hazards: list[str],
                    steps: list[Step], origin: str | None = None, device: str = "cpu",
                    value: Any = None) -> Plan:
+        from .plan import Plan, Step
+
         refused = self._refused_after_copy(at, value, tgt) if device == "cpu" else None
         if refused is not None:
             return Plan(origin or at, tgt, tuple(steps), False, (*reasons, refused[1]),
@@ -481,21 +565,44 @@ class Registry:
         hub = "numpy" if device == "cpu" else "cupy"
         if at != hub:
             steps.append(Step(at, hub, "to host NumPy" if hub == "numpy" else "to CuPy"))
-        steps.append(Step(hub, hub, "fresh aligned copy", copies=True))
+        fresh = "fresh aligned copy"
+        narrow = self._plan_narrowing(at, value, tgt)
+        if narrow is not None:
+            fresh += f", cast to {narrow[0]}"
+            if narrow[1] not in reasons:
+                reasons = [*reasons, narrow[1]]
+        steps.append(Step(hub, hub, fresh, copies=True))
         for e in self.route(hub, tgt, device) or []:
             steps.append(Step(e.source, e.target, e.via))
         return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
+    def _plan_narrowing(self, at: str, value: Any, tgt: str) -> tuple[str, str] | None:
+        """``(dtype name, why)`` of the cast the copy route will make for ``value`` (a value
+        of ``at``) on its way to ``tgt``, or ``None``."""
+        rules = self.adapters[tgt].rules
+        if rules is None or rules.narrows is None or value is None:
+            return None
+        dtype = _dtype_string(self.adapters[at], value)
+        narrow = rules.narrows(dtype) if dtype is not None else None
+        if narrow is None:
+            return None
+        import numpy
+
+        return numpy.dtype(narrow[0]).name, narrow[1]
+
     def _refused_after_copy(self, at: str, value: Any, tgt: str) -> tuple[str, str] | None:
         """Why :meth:`copy_route` would refuse ``value`` (``(UNSUPPORTED or NULLS, reason)``),
         judged as it runs: the whole value to host NumPy (nulls, strings, object dtypes show
-        there), a fresh buffer of its shape and dtype (the values are not copied: no later
-        check reads them), and the checks of the steps after it (dimensions, dtypes).
-        A consumable value (a capsule) is read through its preview, so it stays unused."""
+        there), a fresh buffer of its shape and dtype as the target holds it (the values are
+        not copied: no later check reads them), and the checks of the steps after it
+        (dimensions, dtypes). A consumable value (a capsule) is read through its preview, so
+        it stays unused."""
+        from .host import fresh_buffer
+
         adapter = self.adapters[at]
         try:
             arr = adapter.preview(value) if adapter.consumable else adapter.to_numpy(value)
-            arr = fresh_buffer(arr.shape, arr.dtype)
+            arr = fresh_buffer(arr.shape, self.narrowing(arr.dtype, tgt) or arr.dtype)
         except NullsError as e:
             return NULLS, str(e)
         except InteropError as e:
@@ -517,6 +624,19 @@ def _refusal(adapter: Adapter, x: Any, tgt: str) -> str | None:
     return adapter.refuse(x) if adapter.refuse is not None and tgt != adapter.name else None
 
 
+def _dtype_string(adapter: Adapter, x: Any) -> str | None:
+    """The dtype string of ``x``: its buffer view's, or its host NumPy array's."""
+    try:
+        if adapter.view is not None:
+            return adapter.view(x).dtype
+    except Exception:  # no single buffer (nulls, chunks): read it on the host
+        pass
+    try:
+        return dlpack.typestr_of(adapter.to_numpy(x).dtype)
+    except Exception:  # the conversion itself names what is wrong
+        return None
+
+
 def _identity(x: Any) -> Any:
     return x
 
@@ -527,11 +647,7 @@ def _dlpack_edge(s: Adapter, t: Adapter, cost: float, device: str = "cpu") -> Ed
     def convert(x: Any) -> Any:
         return consume(export(x))
 
-    if device == "cpu":
-        rules, check = t.rules, s.dlpack_check
-        verdict = (lambda x: check(x, rules)) if check is not None else None
-    else:
-        verdict = _device_verdict(s, t)
+    verdict = _host_verdict(s, t.rules) if device == "cpu" else _device_verdict(s, t)
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", convert,
                 check=verdict, hazard=t.dlpack_hazard, cost=cost, device=device)
 
@@ -544,6 +660,16 @@ def _cai_edge(s: Adapter, t: Adapter, cost: float) -> Edge:
 
     return Edge(s.name, t.name, "CUDA Array Interface", convert, check=_device_verdict(s, t),
                 hazard=_cai_readonly_hazard(s, t), cost=cost, device="cuda")
+
+
+def _host_verdict(s: Adapter, rules: ConsumerRules) -> Check | None:
+    """The check of a host hand-over from ``s`` to a consumer with ``rules``: the source's own
+    DLPack check, else (a source without one) the consumer's dtype rules on its view."""
+    check = s.dlpack_check
+    if check is None and rules.narrows is not None and s.view is not None:
+        view = s.view
+        return lambda x: dtype_obstacle(rules, view(x).dtype)
+    return (lambda x: check(x, rules)) if check is not None else None
 
 
 def _device_verdict(s: Adapter, t: Adapter) -> Check | None:
@@ -587,10 +713,10 @@ def _empty(x: Any) -> bool:
     return any(n == 0 for n in getattr(x, "shape", (1,)))
 
 
-def _cupy_fresh(x: Any) -> Any:
+def _cupy_fresh(x: Any, dtype: Any = None) -> Any:
     import cupy
 
-    return cupy.array(x, copy=True, order="C")
+    return cupy.array(x, dtype=dtype, copy=True, order="C")
 
 
 def cuda_device_count() -> int:
@@ -610,6 +736,27 @@ def cuda_device_count() -> int:
         return 0
 
 
+_NO_CUDA = "this machine has no CUDA device (none visible to CuPy or torch)"
+
+
+def _current_cuda_device(tgt: str) -> int:
+    """The current CUDA device's index (CuPy's, else torch's), or a DeviceError naming why
+    ``tgt`` cannot take host data here; never a raw CUDA error."""
+    if not cuda_device_count():
+        raise DeviceError(f"{tgt} holds CUDA device memory only, so host data would be copied "
+                          f"to the current CUDA device, but {_NO_CUDA}; convert to a host "
+                          "framework instead (numpy, torch, jax ...)")
+    import sys
+
+    for name, current in (("cupy", lambda m: m.cuda.runtime.getDevice()),
+                          ("torch", lambda m: m.cuda.current_device())):
+        try:
+            return int(current(sys.modules[name]))
+        except Exception:  # not imported, or it cannot say: the next one, else device 0
+            continue
+    return 0
+
+
 def _require_cuda(index: int) -> None:
     n = cuda_device_count()
     if index >= n:
@@ -623,22 +770,35 @@ def _parse_device(device: str) -> tuple[str, int | None]:
         raise DeviceError(f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}")
     kind, _, index = device.lower().partition(":")
     if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
-        raise DeviceError(f"unknown device {device!r}; use 'cpu', 'cuda' or 'cuda:N'")
+        from .names import DEVICE_SYNONYMS, did_you_mean
+
+        hint = did_you_mean(kind, ("cpu", "cuda"), DEVICE_SYNONYMS)
+        raise DeviceError(f"unknown device {device!r}{hint}; known: 'cpu', 'cuda', 'cuda:N' "
+                          "(N the device index)")
     return kind, int(index) if index else None
 
 
 def _device_move(src: Adapter, have: tuple[str, int], tgt: Adapter,
-                 device: Any) -> tuple[str, int] | None:
-    """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay."""
+                 device: Any) -> tuple[str, int | None] | None:
+    """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay.
+    Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
+    current CUDA device: ``("cuda", None)``."""
     if device is not None:
         kind, index = _parse_device(device)
         if kind == have[0] and (index is None or index == have[1]):
+            if tgt.devices == ("cuda",) and have[0] == "cpu":
+                raise DeviceError(
+                    f"{tgt.name} holds CUDA device memory only, but device={device!r} asks "
+                    f"to keep the {src.name} value on the host: pass device=None (the "
+                    "current CUDA device) or device='cuda:N'")
             device = None
         else:
             if kind not in tgt.devices:
                 raise DeviceError(f"{tgt.name} cannot hold data on {device!r} "
                                   f"(it supports {list(tgt.devices)})")
             return kind, index or 0
+    if have[0] == "cpu" and tgt.devices == ("cuda",):
+        return "cuda", None  # a device-only target: to the current device, as it would itself
     if have[0] not in tgt.devices:
         raise DeviceError(
             f"the {src.name} value lives on {have[0]}:{have[1]} but {tgt.name} holds "

@@ -162,10 +162,13 @@ def _jax_x64_guard() -> str:
     import interop
 
     plan = interop.explain(np.zeros(2, dtype=np.float64), "jax")
-    if not plan.supported:
-        return ("guarded: interop refuses (UnsupportedConversionError) instead of narrowing; "
-                "enable jax_enable_x64 or cast first")
-    return "converts: 64-bit types are enabled"
+    if plan.zero_copy:
+        return "converts: 64-bit types are enabled"
+    if any("jax_enable_x64" in r for r in plan.reasons):
+        return ("guarded: interop narrows as JAX would, with one copy that explain shows and "
+                "an interop.NarrowingWarning (copy=False raises ZeroCopyError); enable "
+                "jax_enable_x64 to keep 64 bits")
+    return "NOT guarded"
 
 
 PITFALLS: list[tuple[str, str, str, Callable[[], tuple[str, str]], Callable[[], str]]] = [

@@ -6,11 +6,12 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..memo import ARROW_TYPE_ID, memo, memo_by  # noqa: F401 - for the adapters
 from ..protocols import dlpack
+from ..record import record
 from ..view import BufferView
 
 Check = Callable[[Any], "tuple[str, str] | None"]
@@ -36,7 +37,7 @@ UNSUPPORTED = "unsupported"
 NULLS = "nulls"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edge:
     """One conversion step from framework ``source`` to framework ``target``."""
 
@@ -63,7 +64,7 @@ class Edge:
     previous step, to run first in the same call (one Python call less per conversion)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConsumerRules:
     """What a DLPack consumer needs to import a buffer without copying or crashing."""
 
@@ -73,6 +74,10 @@ class ConsumerRules:
     versioned: bool = True
     accepts: Callable[[str], str | None] | None = None
     """Given a dtype string, why the consumer cannot hold it (``None``: it can)."""
+    narrows: Callable[[str], tuple[str, str] | None] | None = None
+    """Given a dtype string, ``(the narrower dtype string the consumer would hold it as,
+    why)`` (JAX with 64-bit types off), or ``None`` when it keeps the dtype. A narrowing is
+    a ``COPY_ROUTE`` obstacle: the copy route casts, with a ``NarrowingWarning``."""
     name: str = ""
     negative_strides_why: str = ("cannot import them (handing them over could crash the "
                                  "interpreter)")
@@ -84,12 +89,25 @@ class ConsumerRules:
     itemsize (torch's complex kernels load ``complex<double>`` as one 16-byte aligned unit)."""
 
 
-def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | None:
-    """The first reason ``view`` cannot be handed to a consumer with ``rules`` as it is."""
+def dtype_obstacle(rules: ConsumerRules, ts: str) -> tuple[str, str] | None:
+    """Why a consumer with ``rules`` cannot take dtype string ``ts`` as it is: ``UNSUPPORTED``
+    (it has no such dtype) or ``COPY_ROUTE`` (it would narrow it), else ``None``."""
     if rules.accepts is not None:
-        why = rules.accepts(view.dtype)
+        why = rules.accepts(ts)
         if why:
             return UNSUPPORTED, why
+    if rules.narrows is not None:
+        narrow = rules.narrows(ts)
+        if narrow is not None:
+            return COPY_ROUTE, narrow[1]
+    return None
+
+
+def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | None:
+    """The first reason ``view`` cannot be handed to a consumer with ``rules`` as it is."""
+    verdict = dtype_obstacle(rules, view.dtype)
+    if verdict is not None:
+        return verdict
     if not rules.negative_strides and view.has_negative_strides():
         return COPY_ROUTE, (f"negative strides {view.strides}: {rules.name} "
                             f"{rules.negative_strides_why}")
@@ -124,7 +142,7 @@ def misaligned_complex(ptr: int, strides: tuple[int, ...], itemsize: int, who: s
             "on such buffers")
 
 
-@dataclass
+@record
 class Adapter:
     """A framework as the registry sees it.
 

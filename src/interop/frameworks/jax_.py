@@ -3,7 +3,8 @@
 On the CPU, XLA imports a DLPack buffer without copying only when it is compact
 row-major and 64-byte aligned (it copies silently otherwise), and only from legacy
 capsules. With 64-bit types disabled (JAX's default) it narrows float64/int64 silently:
-interop refuses that instead.
+interop narrows as JAX would, in its copy route, and says so with a ``NarrowingWarning``
+(``_narrows`` decides, for every path into JAX).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .base import (
     ConsumerRules,
     Edge,
     NeedsCopy,
+    dtype_obstacle,
     left_to_check,
     memo,
     memo_by,
@@ -34,6 +36,8 @@ from .numpy_ import DLPACK_DTYPES, ready
 from .numpy_ import _check as _numpy_check
 
 _WIDE = {"<i8": "int64", "<u8": "uint64", "<f8": "float64", "<c16": "complex128"}
+_NARROWED = {"<i8": ("<i4", "int32"), "<u8": ("<u4", "uint32"), "<f8": ("<f4", "float32"),
+             "<c16": ("<c8", "complex64")}
 _ML = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
        "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3", "float8_e8m0fnu"}
 _NARROW = frozenset(DLPACK_DTYPES - set(_WIDE)) | _ML
@@ -45,21 +49,25 @@ def _x64() -> bool:
 
 
 def _accepts(ts: str) -> str | None:
-    if ts in _NARROW:
+    return None if ts in _NARROW or ts in _WIDE else f"JAX has no dtype {ts}"
+
+
+def _narrows(ts: str) -> tuple[str, str] | None:
+    """What JAX with 64-bit types off (its default) holds a 64-bit dtype as, and why: the one
+    place that decides narrowing, on every path into JAX."""
+    narrow = _NARROWED.get(ts)
+    if narrow is None or _x64():
         return None
-    if ts in _WIDE:
-        if _x64():
-            return None
-        return (f"JAX has 64-bit types disabled, so {_WIDE[ts]} would be narrowed to 32 bits "
-                "with a silent copy; enable them with jax.config.update('jax_enable_x64', True) "
-                "or cast the source first")
-    return f"JAX has no dtype {ts}"
+    return narrow[0], (
+        f"JAX has 64-bit types disabled (jax_enable_x64 is off, its default), so {_WIDE[ts]} "
+        f"is narrowed to {narrow[1]} with a copy, as JAX itself would do; to keep 64 bits, "
+        "call jax.config.update('jax_enable_x64', True) before converting")
 
 
 RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=64, versioned=False,
-                      accepts=_accepts, name="JAX on the CPU")
+                      accepts=_accepts, narrows=_narrows, name="JAX on the CPU")
 GPU_RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=16,
-                          accepts=_accepts, name="JAX on a GPU",
+                          accepts=_accepts, narrows=_narrows, name="JAX on a GPU",
                           misaligned_why="refuses it when it runs (XLA's GPU entry parameters "
                           "must be 16-byte aligned)")
 # From NumPy, a read-only array goes through a writable alias that only XLA holds: JAX
@@ -94,15 +102,12 @@ def _from_dlpack(producer: Any) -> Any:
 
 
 def _jax_check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
-    if rules.accepts is not None:
-        why = rules.accepts(dlpack.typestr_of(x.dtype))
-        if why:
-            return UNSUPPORTED, why
-    if x.size == 0 and _device(x)[0] != "cpu":
+    verdict = dtype_obstacle(rules, dlpack.typestr_of(x.dtype))
+    if verdict is None and x.size == 0 and _device(x)[0] != "cpu":
         return COPY_ROUTE, ("an empty JAX array on a GPU exports no buffer DLPack consumers "
                             "accept (BufferError: Unsupported device in DLTensor): a new empty "
                             "array is made instead")
-    return None
+    return verdict
 
 
 _IMMUTABLE = ("JAX treats arrays as immutable, but the source stays writable: writing to it "
@@ -312,9 +317,9 @@ def _arrow_check(x: Any) -> tuple[str, str] | None:
     k = _arrow_kind(x.type)
     if k is None:
         return UNSUPPORTED, f"JAX has no dtype for Arrow {x.type}"
-    why = _accepts(k[0])
-    if why:
-        return UNSUPPORTED, why
+    verdict = dtype_obstacle(RULES, k[0])
+    if verdict is not None:
+        return verdict
     x = _chunk(x)
     if len(x) and (x.buffers()[1].address + x.offset * k[1]) % 64:
         return COPY_ROUTE, (f"the values of {describe(x)} are not 64-byte aligned: "

@@ -8,7 +8,7 @@ from ctypes import c_char as _c_char
 from typing import Any
 
 from ..protocols import array_interface, dlpack
-from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, view_obstacle
+from .base import COPY_ROUTE, UNSUPPORTED, Adapter, ConsumerRules, dtype_obstacle, view_obstacle
 
 # Type strings NumPy itself exports and imports over DLPack.
 DLPACK_DTYPES = frozenset({
@@ -55,13 +55,10 @@ def _check(x: Any, rules: ConsumerRules, dlpack_dtype: bool = True) -> tuple[str
     if why:
         return UNSUPPORTED, why
     if ready(x, rules.alignment):
-        acc = rules.accepts(ts) if rules.accepts else None
-        return (UNSUPPORTED, acc) if acc else None
+        return dtype_obstacle(rules, ts)
     if not x.flags.aligned:
-        acc = rules.accepts(ts) if rules.accepts else None  # a copy cannot fix the dtype
-        if acc:
-            return UNSUPPORTED, acc
-        return COPY_ROUTE, "the array is not aligned to its itemsize"
+        verdict = dtype_obstacle(rules, ts)  # a copy cannot fix an unsupported dtype
+        return verdict or (COPY_ROUTE, "the array is not aligned to its itemsize")
     return view_obstacle(view(x), rules)
 
 

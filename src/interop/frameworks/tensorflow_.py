@@ -40,6 +40,7 @@ from .base import (
     ConsumerRules,
     Edge,
     NeedsCopy,
+    dtype_obstacle,
     view_obstacle,
 )
 from .numpy_ import _check as _numpy_check
@@ -199,10 +200,9 @@ def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     verdict = _export_verdict(t)
     if verdict is not None:
         return verdict
-    if rules.accepts is not None:
-        why = rules.accepts(_TYPESTR[t.dtype.name])
-        if why:
-            return UNSUPPORTED, why
+    verdict = dtype_obstacle(rules, _TYPESTR[t.dtype.name])
+    if verdict is not None:
+        return verdict
     # TF tensors are always compact row-major; only an imported buffer can be misaligned
     if rules.alignment > 1 and t.shape.num_elements():
         ptr = view(t).ptr

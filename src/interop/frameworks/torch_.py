@@ -16,6 +16,7 @@ from .base import (
     ConsumerRules,
     Edge,
     NeedsCopy,
+    dtype_obstacle,
     itemsize_aligned,
     misaligned_complex,
     module,
@@ -113,10 +114,9 @@ def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
     lazy = _lazy_bits(t)
     if lazy:
         return lazy
-    if rules.accepts is not None:
-        why = rules.accepts(_tables()[0].get(t.dtype, str(t.dtype)))
-        if why:
-            return UNSUPPORTED, why
+    verdict = dtype_obstacle(rules, _tables()[0].get(t.dtype, str(t.dtype)))
+    if verdict is not None:
+        return verdict
     if rules.c_contiguous and not t.is_contiguous():
         return COPY_ROUTE, (f"strides {t.stride()} are not compact row-major: {rules.name} "
                             "needs compact row-major buffers")

@@ -9,12 +9,28 @@ row-major records to columns and back (:mod:`interop.tables.aos`).
 
 from __future__ import annotations
 
-from .aos import aos_to_soa, soa_to_aos
-from .build import to_arrow_table, to_record_batch
-from .columns import Columns, TablePlan
+from typing import Any
+
+TABLE_TARGETS = ("pyarrow", "pandas", "polars", "cudf")
+"""The table frameworks: a table converted to one of them stays a whole table."""
 
 __all__ = ["Columns", "TablePlan", "aos_to_soa", "soa_to_aos", "to_arrow_table",
            "to_record_batch", "columns_of"]
+
+_WHERE = {"Columns": "columns", "TablePlan": "columns", "aos_to_soa": "aos",
+          "soa_to_aos": "aos", "to_arrow_table": "build", "to_record_batch": "build"}
+
+
+def __getattr__(name: str) -> Any:
+    # The modules load on first use: the registry needs only the table kinds (.adapters),
+    # and a conversion of an array never touches the rest (the first call stays cheap).
+    if name not in _WHERE:
+        raise AttributeError(f"module 'interop.tables' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 def columns_of(x, target, **kw):

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InteropError, UnsupportedConversionError
 from ..frameworks.base import Adapter
-from ..plan import Plan, Step
-from . import arrow_c, build, columns
+from . import TABLE_TARGETS, arrow_c
 
-TABLE_TARGETS = build.TABLE_TARGETS
+if TYPE_CHECKING:
+    from ..plan import Step
+
+# The conversion modules (columns, build) and the Plan load on the first table converted or
+# explained, not with the registry: an array's first conversion never needs them.
 
 
 def _mod(name: str) -> Any:
@@ -52,6 +55,8 @@ def _cudf(df: Any) -> list[tuple[Any, Any]]:  # pragma: no cover - needs a GPU
 
 
 def _stream_table(x: Any) -> tuple[Any, tuple[Step, ...]]:
+    from ..plan import Step
+
     pa = sys.modules["pyarrow"]
     reader = x if isinstance(x, pa.RecordBatchReader) else arrow_c.import_stream(x)
     return reader.read_all(), (Step("arrow stream", "pyarrow",
@@ -76,6 +81,8 @@ def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = Fa
         return _convert(label, named, target, copy, device, options, steps)
 
     def explain_table(x: Any, target: str, *, copy: bool | None = None, **options: Any):
+        from ..plan import Plan, Step
+
         if target == same and copy is not True and not options:
             return Plan(label, target, (Step(label, target, "identity"),), True, (), ())
         if stream:
@@ -86,6 +93,8 @@ def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = Fa
 
 
 def _whole_table(options: dict[str, Any]) -> Any:
+    from . import columns
+
     nulls, _, cols = columns._options(dict(options))
     if nulls != "raise":
         raise InteropError(f"nulls={nulls!r} applies to array targets; a table keeps its nulls")
@@ -94,6 +103,8 @@ def _whole_table(options: dict[str, Any]) -> Any:
 
 def _convert(label: str, named: list, target: str, copy: bool | None, device: Any,
              options: dict[str, Any], steps: tuple[Step, ...] = ()) -> Any:
+    from . import build, columns
+
     if target in TABLE_TARGETS:
         cols = _whole_table(options)
         named = columns.select(named, cols)
@@ -103,6 +114,8 @@ def _convert(label: str, named: list, target: str, copy: bool | None, device: An
 
 def _explain(label: str, named: list, target: str, copy: bool | None,
              options: dict[str, Any], **kw: Any) -> Any:
+    from . import build, columns
+
     if target in TABLE_TARGETS:
         named = columns.select(named, _whole_table(options))
         return build.explain(label, dict(named), target, copy=copy)
@@ -112,6 +125,9 @@ def _explain(label: str, named: list, target: str, copy: bool | None,
 def _explain_stream(label: str, x: Any, target: str, copy: bool | None,
                     options: dict[str, Any]) -> Any:
     """A stream is read once: plan from its schema; chunking is unknown until it is read."""
+    from ..plan import Step
+    from . import columns
+
     pa = sys.modules["pyarrow"]
     schema = x.schema if isinstance(x, pa.RecordBatchReader) else arrow_c.schema_of(x)
     why = (f"{label}: a stream is read when converted; one batch gives zero-copy columns, "
@@ -155,6 +171,8 @@ def _arrow_c_convert(x: Any, target: str, *, copy: bool | None = None, device: A
 
 def _arrow_c_explain(x: Any, target: str, *, copy: bool | None = None, **options: Any):
     from .. import api
+    from ..plan import Step
+    from . import columns
 
     label = f"{type(x).__module__}.{type(x).__qualname__} (Arrow PyCapsule)"
     if arrow_c.has_array(x):
@@ -235,6 +253,7 @@ def columns_of(x: Any, target: str, **kw: Any) -> Any:
     """Per-column conversion even when ``target`` is a table framework (pyarrow, pandas,
     polars): ``{name: pyarrow.Array}`` rather than a ``pa.Table``."""
     from .. import api
+    from . import columns
 
     reg = api.REGISTRY
     adapter = reg.adapters[reg.kind(x)]

@@ -15,9 +15,8 @@ from typing import Any
 
 from ..errors import InteropError, UnsupportedConversionError
 from ..plan import Plan, Step
+from . import TABLE_TARGETS
 from .columns import TablePlan
-
-TABLE_TARGETS = ("pyarrow", "pandas", "polars", "cudf")
 
 
 def _named(cols: Mapping) -> list[tuple[str, Any]]:

@@ -27,8 +27,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import narrowing
 from ..errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
 from ..memo import ARROW_TYPE_ID, memo_by
+from ..names import CALL_OPTIONS, TABLE_OPTIONS, did_you_mean
 from ..plan import Plan, Step
 
 NULLS_MODES = ("raise", "mask", "fill")
@@ -314,8 +316,10 @@ def _options(options: dict[str, Any]) -> tuple[str, Any, Any]:
     fill_value = options.pop("fill_value", None)
     columns = options.pop("columns", None)
     if options:
-        raise InteropError(f"unknown table options {sorted(options)}; tables take nulls=, "
-                           "fill_value= and columns=")
+        first = sorted(options)[0]
+        raise InteropError(f"unknown table option {first!r}"
+                           f"{did_you_mean(first, CALL_OPTIONS + TABLE_OPTIONS)}; tables take "
+                           "nulls=, fill_value= and columns= (and device=, copy=)")
     if nulls not in NULLS_MODES:
         raise InteropError(f"nulls must be one of {NULLS_MODES}, got {nulls!r}")
     if nulls == "fill" and fill_value is None:
@@ -383,18 +387,23 @@ def convert(source: str, named: list[tuple[Any, Any]], target: str, *, copy: boo
 
     nulls, fill_value, columns = _options(dict(options))
     named = select(named, columns)
+    narrowed: list[str] = []  # one NarrowingWarning for the table, naming its columns
     if copy is None and device is None and nulls == "raise":
-        out = _dense_arrow_columns(named, target)
+        out = _dense_arrow_columns(named, target, narrowed)
         if out is not None:
+            _warn_narrowed(source, narrowed)
             return out
     preps = {n: prepare(n, c, nulls=nulls, fill_value=fill_value, copy=copy) for n, c in named}
     _raise_errors(source, preps, nulls)
     out = Columns()
+    narrowed.clear()
     for n, p in preps.items():
         try:
-            values = api.to_framework(p.value, target, copy=copy, device=device)
+            with narrowing.gather() as got:
+                values = api.to_framework(p.value, target, copy=copy, device=device)
         except InteropError as e:
             raise type(e)(f"{source}, column {n!r}: {e}") from e
+        narrowed += [f"column {n!r}: {why}" for why in got]
         if p.mask is not None:
             mask = api.to_framework(p.mask, target, device=device)
             out[n] = (values, mask)
@@ -402,10 +411,17 @@ def convert(source: str, named: list[tuple[Any, Any]], target: str, *, copy: boo
             out[n] = values
         if p.meta:
             out.meta[n] = p.meta
+    _warn_narrowed(source, narrowed)
     return out
 
 
-def _dense_arrow_columns(named: list[tuple[Any, Any]], target: str) -> Columns | None:
+def _warn_narrowed(source: str, narrowed: list[str]) -> None:
+    if narrowed:
+        narrowing.warn(f"{source}: " + "; ".join(narrowed))
+
+
+def _dense_arrow_columns(named: list[tuple[Any, Any]], target: str,
+                         narrowed: list[str]) -> Columns | None:
     """The common table, Arrow columns of numbers or booleans without nulls, column by column
     with no preparation (what :func:`prepare` would hand on as they are); ``None`` for any
     other table, or any refusal, which the full path then explains."""
@@ -421,9 +437,11 @@ def _dense_arrow_columns(named: list[tuple[Any, Any]], target: str) -> Columns |
                 c.null_count):
             return None
         try:
-            out[n] = api.to_framework(c, target)
+            with narrowing.gather() as got:
+                out[n] = api.to_framework(c, target)
         except InteropError:
             return None
+        narrowed += [f"column {n!r}: {why}" for why in got]
     return out
 
 
