@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 
@@ -15,6 +16,10 @@ from interop.errors import DeviceError, InteropError, ZeroCopyError
 from machine import absent_cuda_device, machine
 
 GPU = ["cupy", "numba", "cudf", "torch", "jax"]
+# The targets that hold device memory only; cuDF where it is installed (without it the target
+# is a FrameworkMissingError first: tests/test_missing_frameworks.py)
+DEVICE_ONLY = ["cupy", "numba", pytest.param("cudf", marks=pytest.mark.skipif(
+    importlib.util.find_spec("cudf") is None, reason="cuDF is not installed"))]
 
 
 def path(src, tgt):
@@ -128,14 +133,12 @@ def test_zero_copy_error_is_buffer_error():
 
 # ---- a target that holds device memory only: host data goes to the current device ----------
 
-@pytest.mark.parametrize("target", ["cupy", "numba", "cudf"])
+@pytest.mark.parametrize("target", DEVICE_ONLY)
 def test_host_data_for_a_device_only_target_is_planned_as_a_copy_to_the_device(target):
-    from conftest import cuda_device_count
-
     plan = interop.explain(np.arange(5.0), target)
     assert [(s.via, s.copies) for s in plan.steps] == [("copy to the current CUDA device", True)]
     assert not plan.zero_copy and "holds CUDA device memory only" in plan.reasons[0]
-    if cuda_device_count():
+    if machine().count:
         assert plan.supported
     else:
         assert not plan.supported and plan.error == "device"
@@ -144,21 +147,18 @@ def test_host_data_for_a_device_only_target_is_planned_as_a_copy_to_the_device(t
     assert not refused.supported
 
 
-@pytest.mark.parametrize("target", ["cupy", "numba", "cudf"])
+@pytest.mark.parametrize("target", DEVICE_ONLY)
 def test_host_data_for_a_device_only_target_with_copy_false_is_refused(target):
     with pytest.raises(ZeroCopyError, match=r"to the current CUDA device \(.* device memory only"):
         interop.to_framework(np.arange(5.0), target, copy=False)
 
 
-@pytest.mark.parametrize("target", ["cupy", "numba", "cudf"])
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("target", DEVICE_ONLY)
 @pytest.mark.parametrize("copy", [None, True])
 def test_host_data_for_a_device_only_target_without_a_device_is_a_device_error(target, copy):
     """CuPy and numba import here but every device call fails: the error is interop's,
     naming the problem, never a raw CUDA one."""
-    from conftest import cuda_device_count
-
-    if cuda_device_count():
-        pytest.skip("checks the error where no CUDA device exists")
     for value in (np.arange(5.0), torch.arange(5.0)):
         with pytest.raises(DeviceError, match=rf"{target} holds CUDA device memory only.*"
                                               r"no CUDA device"):
@@ -188,7 +188,7 @@ def test_host_data_reaches_cupy_on_the_current_device():
     np.testing.assert_array_equal(c.get(), a)
 
 
-@pytest.mark.parametrize("target", ["cupy", "numba", "cudf"])
+@pytest.mark.parametrize("target", DEVICE_ONLY)
 def test_device_cpu_for_a_device_only_target_is_refused_not_moved(target):
     with pytest.raises(DeviceError, match=rf"{target} holds CUDA device memory only, but "
                                           r"device='cpu' asks to keep the numpy value"):

@@ -21,7 +21,8 @@ CODE = textwrap.dedent("""
     cases = {"numpy->polars": (np.arange(3.0), "polars"),
              "dict->polars": ({"a": np.arange(3.0)}, "polars"),
              "numpy->jax": (np.arange(3.0), "jax"),
-             "numpy->tensorflow": (np.arange(3.0), "tensorflow")}
+             "numpy->tensorflow": (np.arange(3.0), "tensorflow"),
+             "numpy->cudf": (np.arange(3.0), "cudf")}
     for case, (x, target) in cases.items():
         try:
             interop.to_framework(x, target)
@@ -43,7 +44,7 @@ def test_missing_targets_are_named_with_the_install_command():
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     fixes = {"polars": 'pip install "interop[polars]"', "jax": 'pip install "interop[jax]"',
-             "tensorflow": "pip install tensorflow"}
+             "tensorflow": "pip install tensorflow", "cudf": "cudf-cu12 or cudf-cu13"}
     for case, (result, supported, error, reasons, can) in out.items():
         target = case.split("->")[1]
         assert result.startswith("FrameworkMissingError: "), (case, result)
