@@ -21,6 +21,7 @@ def record(cls: type[T] | None = None, *, frozen: bool = False) -> Any:
         c = dataclass(init=False, repr=False, eq=False)(c)
         spec = tuple((f.name, f.default, f.default_factory) for f in fields(c))
         c.__record_spec__ = spec  # type: ignore[attr-defined]
+        c.__record_names__ = tuple(name for name, _, _ in spec)  # type: ignore[attr-defined]
         c.__init__ = _init  # type: ignore[misc]
         c.__repr__ = _repr  # type: ignore[assignment]
         c.__eq__ = _eq  # type: ignore[assignment]
@@ -36,29 +37,27 @@ def record(cls: type[T] | None = None, *, frozen: bool = False) -> Any:
 
 
 def _init(self: Any, *args: Any, **kw: Any) -> None:
-    spec = type(self).__record_spec__
+    cls = type(self)
+    spec = cls.__record_spec__
     if len(args) > len(spec):
-        raise TypeError(f"{type(self).__name__}() takes {len(spec)} positional arguments but "
+        raise TypeError(f"{cls.__name__}() takes {len(spec)} positional arguments but "
                         f"{len(args)} were given")
-    setattr_ = object.__setattr__
-    for (name, _, _), value in zip(spec, args):
-        if name in kw:
-            raise TypeError(f"{type(self).__name__}() got multiple values for argument "
-                            f"{name!r}")
-        setattr_(self, name, value)
+    values = dict(zip(cls.__record_names__, args))
     for name, default, factory in spec[len(args):]:
         if name in kw:
-            value = kw.pop(name)
+            values[name] = kw.pop(name)
         elif default is not MISSING:
-            value = default
+            values[name] = default
         elif factory is not MISSING:
-            value = factory()
+            values[name] = factory()
         else:
-            raise TypeError(f"{type(self).__name__}() missing required argument: {name!r}")
-        setattr_(self, name, value)
-    if kw:  # what is left names no field
-        raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
-                        f"{sorted(kw)[0]!r}")
+            raise TypeError(f"{cls.__name__}() missing required argument: {name!r}")
+    if kw:  # what is left names no field, or one given positionally too
+        name = sorted(kw)[0]
+        if name in values:
+            raise TypeError(f"{cls.__name__}() got multiple values for argument {name!r}")
+        raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}")
+    self.__dict__.update(values)  # (a frozen record refuses attribute assignment, not this)
 
 
 def _values(self: Any) -> tuple[Any, ...]:

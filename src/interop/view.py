@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from .record import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class BufferView:
     """Pointer, shape, byte strides, dtype and device of a buffer, without owning it.
 

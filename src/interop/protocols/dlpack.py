@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import enum
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
@@ -18,6 +17,7 @@ from ..errors import (
     ProtocolError,
     UnsupportedConversionError,
 )
+from ..record import record
 from ..view import BufferView, c_strides
 
 MAX_VERSION = (1, 1)
@@ -374,7 +374,7 @@ def _describe(obj: Any, name: bytes | None) -> str:
     return f"a capsule named {name.decode(errors='replace')!r}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CapsuleInfo:
     """What a DLPack capsule holds, read without consuming it."""
 
