@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -112,3 +115,10 @@ def check_narrowed(make: Any, want: np.ndarray, narrow: np.dtype, target: str = 
         np.testing.assert_array_equal(np.asarray(out), want.astype(narrow))
     with pytest.raises(interop.ZeroCopyError, match="jax_enable_x64"):
         interop.to_framework(make(), target, copy=False)
+
+
+def run_child(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter (faulthandler on): a crash or abort there fails the
+    calling test instead of killing pytest."""
+    return subprocess.run([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=timeout)

@@ -3,16 +3,13 @@ target names, errors, and the plan cache."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import interop
 import interop.api as api
 import oracles
-from helpers import aligned, data_pointer
+from helpers import aligned, data_pointer, run_child
 from interop.errors import (
     DeviceError,
     InteropError,
@@ -217,8 +214,7 @@ def test_import_interop_imports_no_framework():
             "if m in sys.modules]; print(bad); assert not bad, bad; "
             "rows = {r['name']: r for r in interop.frameworks()}; "
             "assert rows['torch']['imported'] is False and rows['torch']['importable']")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60)
+    out = run_child(code, timeout=60)
     assert out.returncode == 0, out.stderr
 
 
@@ -234,8 +230,7 @@ def test_first_call_loads_only_what_an_array_conversion_needs():
             "c = interop.to_framework(pa.table({'a': [1.0]}), 'numpy'); "
             "assert isinstance(c, Columns) and interop.explain(c['a'], 'numpy').zero_copy; "
             "print('OK')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    out = run_child(code, timeout=120)
     assert out.returncode == 0, out.stderr
     loaded, ok = out.stdout.split()
     assert loaded == "[]" and ok == "OK", out.stdout

@@ -10,10 +10,6 @@ instead of killing pytest.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -21,6 +17,7 @@ import pytest
 import capsule_reader
 import interop
 from capsule_reader import Hand
+from helpers import run_child
 from interop.errors import InteropError, UnsupportedConversionError, ZeroCopyError
 from machine import jax_on_cpu
 
@@ -37,11 +34,6 @@ def consume(cap) -> np.ndarray:
     """The capsule's values as NumPy reads them itself (``np.from_dlpack``)."""
     return np.from_dlpack(Hand(cap))
 
-
-def run_child(code: str) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter (a crash there fails the test, not pytest)."""
-    return subprocess.run([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=600)
 
 
 def _misaligned_c128() -> np.ndarray:
@@ -96,7 +88,7 @@ def test_misaligned_complex128_never_reaches_torch_kernels_in_a_child_process():
             cap = interop.to_framework(lazy, "dlpack", copy=True)
             assert np.array_equal(np.from_dlpack(Hand(cap)), expect)
         print("survived")
-    """)
+    """, timeout=600)
     assert r.returncode == 0 and "survived" in r.stdout, (r.returncode, r.stderr[-3000:])
 
 

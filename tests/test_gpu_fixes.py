@@ -8,26 +8,22 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 import warnings
 
 import numpy as np
 import pytest
 
 import interop
+import oracles
+from helpers import run_child
 from interop.errors import ZeroCopyError
 
 pytestmark = pytest.mark.gpu
 
 
-def _run(code: str) -> subprocess.CompletedProcess:
-    """``code`` in a fresh interpreter: an abort there fails the test, not the session."""
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=300)
-
 
 def test_negative_stride_cupy_into_torch_copies_on_the_device_instead_of_aborting():
-    done = _run("""
+    done = run_child("""
         import cupy, numpy as np, interop
         from interop.errors import ZeroCopyError
         x = cupy.arange(100, dtype=cupy.float32)[::-1]
@@ -72,16 +68,33 @@ class _Producer:
         self.__cuda_array_interface__ = cai
 
 
+def _host(y):
+    """The values of device array ``y`` now, read with its own framework's API."""
+    mod = type(y).__module__.partition(".")[0]
+    if mod == "torch":
+        return y.cpu().numpy()
+    if mod == "numba":
+        return y.copy_to_host()
+    if mod in ("jax", "jaxlib"):
+        return np.array(y)
+    import cupy
+
+    return cupy.asnumpy(y)
+
+
 @pytest.mark.parametrize("tgt", ["cupy", "torch", "jax", "numba"])
 def test_bare_cai_producer_is_a_source(tgt):
     import cupy
 
     a = cupy.arange(12, dtype=cupy.float32)
-    y = interop.to_framework(_Producer(a), tgt)
     assert interop.explain(_Producer(a), tgt).zero_copy
-    back = cupy.asarray(interop.to_framework(y, "cupy"))
-    assert int(back.data.ptr) == int(a.data.ptr)
-    np.testing.assert_array_equal(cupy.asnumpy(back), np.arange(12, dtype=np.float32))
+    y = interop.to_framework(_Producer(a), tgt)
+    assert oracles.pointer(y) == int(a.data.ptr)  # the result's own accessor
+    a[3] = 99.0  # a write through the source, read through the result's own API
+    cupy.cuda.runtime.deviceSynchronize()
+    expected = np.arange(12, dtype=np.float32)
+    expected[3] = 99.0
+    np.testing.assert_array_equal(_host(y), expected)
 
 
 def test_read_only_cai_producer_into_torch_is_zero_copy_with_the_hazard():
@@ -90,6 +103,8 @@ def test_read_only_cai_producer_into_torch_is_zero_copy_with_the_hazard():
     a = cupy.arange(4, dtype=cupy.float32)
     t = interop.to_framework(_Producer(a, readonly=True), "torch")
     assert t.data_ptr() == int(a.data.ptr)
+    t[1] = 42.0  # what the hazard warns of: a write through torch changes the source
+    assert float(a[1]) == 42.0
     assert any("read-only" in h for h in interop.explain(_Producer(a, readonly=True),
                                                          "torch").hazards)
 
@@ -119,6 +134,9 @@ def test_cai_data_stays_on_its_device():
         a = cupy.arange(8, dtype=cupy.float32)
     t = interop.to_framework(_Producer(a), "torch")
     assert t.device.index == 1 and t.data_ptr() == int(a.data.ptr)
+    t[2] = -1.0
+    with cupy.cuda.Device(1):
+        assert float(a[2]) == -1.0
 
 
 def test_dlpack_exports_pass_no_stream_zero():

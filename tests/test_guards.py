@@ -7,16 +7,12 @@ which holds either way."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 
 import interop
 import oracles
-from helpers import aligned, data_pointer, report_upstream
+from helpers import aligned, data_pointer, report_upstream, run_child
 from interop.errors import (
     InteropError,
     NullsError,
@@ -32,10 +28,6 @@ pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
 
 
-def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=120)
-
 
 # ---- negative strides into torch ----------------------------------------------------------
 
@@ -43,7 +35,7 @@ def test_probe_raw_torch_from_dlpack_on_negative_strides():
     """The misbehaviour itself, only ever run in a child process: torch aborts the process,
     or (once fixed upstream) must give the right values; interop is guarded either way (the
     next test)."""
-    out = _run("""
+    out = run_child("""
         import numpy as np, torch
         t = torch.from_dlpack(np.arange(5.)[::-1])
         print("survived", t.tolist() == [4., 3., 2., 1., 0.])
@@ -57,7 +49,7 @@ def test_probe_raw_torch_from_dlpack_on_negative_strides():
 
 
 def test_interop_negative_strides_into_torch_is_guarded():
-    out = _run("""
+    out = run_child("""
         import numpy as np, torch, interop
         from interop.errors import ZeroCopyError
         from interop.protocols.dlpack import MAX_VERSION
@@ -189,7 +181,7 @@ def test_jax_64_bit_without_x64_narrows_as_jax_would_and_says_so(dtype, src):
 
 
 def test_jax_64_bit_with_x64_enabled_is_zero_copy():
-    out = _run("""
+    out = run_child("""
         import jax
         jax.config.update("jax_enable_x64", True)
         import numpy as np, interop

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InteropError
 from .frameworks import ADAPTERS
-from .frameworks.base import Adapter, Edge
+from .frameworks.base import Adapter, Edge, installed
 from .registry import Registry
 
 if TYPE_CHECKING:
@@ -100,14 +100,13 @@ def _views(x: Any) -> list:
 def frameworks() -> list[dict[str, Any]]:
     """Each known framework: importable, imported, version, devices, and what it speaks."""
     import importlib.metadata
-    import importlib.util
 
     out = []
     dists: dict[str, list[str]] | None = None
     for name, a in sorted(REGISTRY.adapters.items()):
         if a.kind in ("source", "table") or name == "dlpack":
             continue
-        spec = a.package in sys.modules or importlib.util.find_spec(a.package) is not None
+        spec = installed(a.package)
         version = None
         if spec:
             try:

@@ -29,12 +29,9 @@ from .frameworks.base import (
     NULLS,
     UNSUPPORTED,
     Adapter,
-    Check,
-    ConsumerRules,
     Edge,
     NeedsCopy,
-    device_check,
-    dtype_obstacle,
+    handover_check,
 )
 from .protocols import dlpack
 
@@ -647,9 +644,10 @@ def _dlpack_edge(s: Adapter, t: Adapter, cost: float, device: str = "cpu") -> Ed
     def convert(x: Any) -> Any:
         return consume(export(x))
 
-    verdict = _host_verdict(s, t.rules) if device == "cpu" else _device_verdict(s, t)
+    rules = t.rules if device == "cpu" else t.gpu_rules
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", convert,
-                check=verdict, hazard=t.dlpack_hazard, cost=cost, device=device)
+                check=handover_check(s, rules), hazard=t.dlpack_hazard, cost=cost,
+                device=device)
 
 
 def _cai_edge(s: Adapter, t: Adapter, cost: float) -> Edge:
@@ -658,23 +656,9 @@ def _cai_edge(s: Adapter, t: Adapter, cost: float) -> Edge:
     def convert(x: Any) -> Any:
         return consume(export(x))
 
-    return Edge(s.name, t.name, "CUDA Array Interface", convert, check=_device_verdict(s, t),
+    return Edge(s.name, t.name, "CUDA Array Interface", convert,
+                check=handover_check(s, t.gpu_rules),
                 hazard=_cai_readonly_hazard(s, t), cost=cost, device="cuda")
-
-
-def _host_verdict(s: Adapter, rules: ConsumerRules) -> Check | None:
-    """The check of a host hand-over from ``s`` to a consumer with ``rules``: the source's own
-    DLPack check, else (a source without one) the consumer's dtype rules on its view."""
-    check = s.dlpack_check
-    if check is None and rules.narrows is not None and s.view is not None:
-        view = s.view
-        return lambda x: dtype_obstacle(rules, view(x).dtype)
-    return (lambda x: check(x, rules)) if check is not None else None
-
-
-def _device_verdict(s: Adapter, t: Adapter) -> Check | None:
-    """The check of a device hand-over from ``s`` to ``t`` (``None``: ``t`` takes any layout)."""
-    return device_check(s, t.gpu_rules) if t.gpu_rules is not None else None
 
 
 def _cai_readonly_hazard(s: Adapter, t: Adapter) -> Callable[[Any], str | None] | None:

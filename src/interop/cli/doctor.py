@@ -13,7 +13,6 @@ abort the interpreter, and importing paddle after tensorflow segfaults), run sid
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
@@ -21,17 +20,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ..frameworks.base import installed
 from . import cuda_devices, package_version
 
 PRESENT, ABSENT, UNKNOWN, SKIPPED = "present", "absent", "could not check", "not installed"
 NOT_RUN = "skipped"
-
-
-def _installed(pkg: str) -> bool:
-    try:
-        return pkg in sys.modules or importlib.util.find_spec(pkg) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def _aligned(n: int, dtype: str = "float32") -> Any:
@@ -387,7 +380,7 @@ def _child_pitfalls(skip: tuple[str, ...]) -> list[dict[str, Any]]:
     for pid, fws, summary, child, _ in CHILD_PITFALLS:
         entry: dict[str, Any] = {"id": pid, "framework": fws[-1], "summary": summary}
         gone = [f for f in fws if f in skip]
-        missing = [f for f in fws if not _installed(f)]
+        missing = [f for f in fws if not installed(f)]
         if gone:
             entry.update(state=NOT_RUN, evidence=f"{gone[0]} skipped (--skip)", interop="")
         elif missing:
@@ -444,7 +437,7 @@ def check_pitfalls(skip: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     out = []
     for pid, fw, summary, probe, guard in PITFALLS:
         entry: dict[str, Any] = {"id": pid, "framework": fw, "summary": summary}
-        if not _installed(fw):
+        if not installed(fw):
             entry.update(state=SKIPPED, evidence=f"{fw} is not installed", interop="")
             out.append(entry)
             continue

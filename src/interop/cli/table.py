@@ -24,7 +24,6 @@ because importing it after tensorflow segfaults (paddlepaddle 3.3.1, tensorflow 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import sys
@@ -32,6 +31,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ..frameworks.base import installed
 from . import cuda_devices, memory, package_version
 
 CPU = ["numpy", "torch", "jax", "tensorflow", "paddle", "pyarrow", "pandas", "polars", "dlpack"]
@@ -216,11 +216,7 @@ def _clean(text: str) -> str:
 
 
 def _installed(name: str) -> bool:
-    pkg = PACKAGES[name]
-    try:
-        return pkg in sys.modules or importlib.util.find_spec(pkg) is not None
-    except (ImportError, ValueError):
-        return False
+    return installed(PACKAGES[name])
 
 
 def _cell(source: str, target: str, status: str, reason: str | None = None,

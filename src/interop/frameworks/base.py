@@ -207,14 +207,7 @@ class Adapter:
 
     def missing(self) -> str | None:
         """Why its package cannot be imported here, with the fix; ``None`` when it can."""
-        if sys.modules.get(self.package) is not None:
-            return None
-        try:
-            found = self.package not in sys.modules and importlib.util.find_spec(
-                self.package) is not None
-        except (ImportError, ValueError):
-            found = False
-        if found:
+        if installed(self.package):
             return None
         fix = self.install or f'pip install "interop[{self.name}]"'
         return f"{self.name} is not installed: {fix} (no module {self.package!r} here)"
@@ -224,6 +217,19 @@ class Adapter:
             return self.is_value(x)
         mod = type(x).__module__.partition(".")[0]
         return mod in self.modules and self.is_value(x)
+
+
+def installed(package: str) -> bool:
+    """Whether ``package`` can be imported here (imported already, or found), importing
+    nothing; ``False`` for a package set to ``None`` in ``sys.modules`` (imports refused)."""
+    if sys.modules.get(package) is not None:
+        return True
+    if package in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def module(name: str) -> Any:
@@ -313,15 +319,17 @@ def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | Non
     return check
 
 
-def device_check(source: Adapter, rules: ConsumerRules) -> Check:
-    """The check before a device buffer of ``source`` reaches a consumer with ``rules``: the
-    source's own DLPack check where it has one (it knows its flags, such as torch's lazy
-    conjugate bit), else its buffer view judged against the rules."""
+def handover_check(source: Adapter, rules: ConsumerRules | None) -> Check | None:
+    """The check before a buffer of ``source`` reaches a consumer with ``rules`` (``None``: it
+    takes any layout): the source's own DLPack check where it has one (it knows its flags,
+    such as torch's lazy conjugate bit), else its buffer view judged against the rules."""
+    if rules is None:
+        return None
     dlpack_check, view = source.dlpack_check, source.view
     if dlpack_check is not None:
         return lambda x: dlpack_check(x, rules)
     if view is None:
-        raise TypeError(f"{source.name} has no buffer view to check device hand-overs with")
+        raise TypeError(f"{source.name} has no buffer view to check hand-overs with")
     return lambda x: view_obstacle(view(x), rules)
 
 

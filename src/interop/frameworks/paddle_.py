@@ -37,6 +37,7 @@ from .base import (
     Adapter,
     ConsumerRules,
     Edge,
+    installed,
     readonly_source,
     view_obstacle,
 )
@@ -56,12 +57,7 @@ _ML = frozenset(ts for ts in _ACCEPTED if ts[0] not in "<>|")
 
 @cache
 def _installed() -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("paddle") is not None
-    except (ImportError, ValueError):
-        return False
+    return installed("paddle")
 
 
 def blocked() -> str | None:

@@ -41,6 +41,7 @@ from .base import (
     Edge,
     NeedsCopy,
     dtype_obstacle,
+    installed,
     view_obstacle,
 )
 from .numpy_ import _check as _numpy_check
@@ -74,12 +75,7 @@ def _tf() -> Any:
 
 @cache
 def _installed() -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("tensorflow") is not None
-    except (ImportError, ValueError):
-        return False
+    return installed("tensorflow")
 
 
 def missing() -> str | None:
