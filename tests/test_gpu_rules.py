@@ -11,9 +11,10 @@ from __future__ import annotations
 import pytest
 
 import interop
+from interop import devices
 from interop.api import REGISTRY
 from interop.errors import DeviceError, ProtocolError, ZeroCopyError
-from interop.protocols import cai, dlpack
+from interop.protocols import dlpack
 
 BASE = 0x7F00_0000_0000  # 256-byte aligned, like every CUDA allocation
 
@@ -37,7 +38,7 @@ class CupyStandIn(DeviceStandIn):
 @pytest.fixture
 def on_device_zero(monkeypatch):
     """The CUDA runtime's answer for the stand-in's pointer (no runtime here)."""
-    monkeypatch.setattr(cai, "pointer_device", lambda ptr: 0)
+    monkeypatch.setattr(devices, "pointer_device", lambda ptr: 0)
 
 
 def _check(src, tgt, x):

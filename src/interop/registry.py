@@ -14,6 +14,7 @@ from collections.abc import Callable
 from inspect import signature
 from typing import TYPE_CHECKING, Any
 
+from .devices import NO_CUDA, cuda_device_count, current_cuda_device, parse_device, require_cuda
 from .errors import (
     DeviceError,
     FrameworkMissingError,
@@ -464,8 +465,8 @@ class Registry:
             return self.copy_route("numpy", arr, tgt) if copy else \
                 self._compile("numpy", tgt, None)(arr)
         if where[1] is None:  # the current device, for a device-only target
-            where = ("cuda", _current_cuda_device(tgt))
-        _require_cuda(where[1])
+            where = ("cuda", current_cuda_device(tgt))
+        require_cuda(where[1])
         narrow = self.narrowing(arr.dtype, tgt, warn=True)
         return self.adapters[tgt].to_device(arr if narrow is None else arr.astype(narrow),
                                             where[1])
@@ -496,7 +497,7 @@ class Registry:
                        f"current CUDA device, as {tgt} itself does (device='cuda:N' picks one)")
                 if copy is not False and not cuda_device_count():
                     # (copy=False is refused first, as the conversion itself refuses it)
-                    return Plan(src, tgt, (step,), False, (why, _NO_CUDA), supported=False,
+                    return Plan(src, tgt, (step,), False, (why, NO_CUDA), supported=False,
                                 error="device")
             else:
                 if copy is not False and move[0] == "cuda" and move[1] >= cuda_device_count():
@@ -703,72 +704,13 @@ def _cupy_fresh(x: Any, dtype: Any = None) -> Any:
     return cupy.array(x, dtype=dtype, copy=True, order="C")
 
 
-def cuda_device_count() -> int:
-    """CUDA devices visible to CuPy, or torch; 0 when neither sees one (never raises)."""
-    import sys
-
-    try:
-        import cupy
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:
-        pass
-    torch = sys.modules.get("torch")
-    try:
-        return int(torch.cuda.device_count()) if torch is not None else 0
-    except Exception:
-        return 0
-
-
-_NO_CUDA = "this machine has no CUDA device (none visible to CuPy or torch)"
-
-
-def _current_cuda_device(tgt: str) -> int:
-    """The current CUDA device's index (CuPy's, else torch's), or a DeviceError naming why
-    ``tgt`` cannot take host data here; never a raw CUDA error."""
-    if not cuda_device_count():
-        raise DeviceError(f"{tgt} holds CUDA device memory only, so host data would be copied "
-                          f"to the current CUDA device, but {_NO_CUDA}; convert to a host "
-                          "framework instead (numpy, torch, jax ...)")
-    import sys
-
-    for name, current in (("cupy", lambda m: m.cuda.runtime.getDevice()),
-                          ("torch", lambda m: m.cuda.current_device())):
-        try:
-            return int(current(sys.modules[name]))
-        except Exception:  # not imported, or it cannot say: the next one, else device 0
-            continue
-    return 0
-
-
-def _require_cuda(index: int) -> None:
-    n = cuda_device_count()
-    if index >= n:
-        have = f"{n} CUDA device(s)" if n else "no CUDA device"
-        raise DeviceError(f"device 'cuda:{index}' was asked for, but this machine has {have}; "
-                          "keep device=None or use 'cpu'")
-
-
-def _parse_device(device: str) -> tuple[str, int | None]:
-    if not isinstance(device, str):
-        raise DeviceError(f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}")
-    kind, _, index = device.lower().partition(":")
-    if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
-        from .names import DEVICE_SYNONYMS, did_you_mean
-
-        hint = did_you_mean(kind, ("cpu", "cuda"), DEVICE_SYNONYMS)
-        raise DeviceError(f"unknown device {device!r}{hint}; known: 'cpu', 'cuda', 'cuda:N' "
-                          "(N the device index)")
-    return kind, int(index) if index else None
-
-
 def _device_move(src: Adapter, have: tuple[str, int], tgt: Adapter,
                  device: Any) -> tuple[str, int | None] | None:
     """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay.
     Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
     current CUDA device: ``("cuda", None)``."""
     if device is not None:
-        kind, index = _parse_device(device)
+        kind, index = parse_device(device)
         if kind == have[0] and (index is None or index == have[1]):
             if tgt.devices == ("cuda",) and have[0] == "cpu":
                 raise DeviceError(

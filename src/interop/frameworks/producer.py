@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from .. import devices
 from ..protocols import array_interface, cai, dlpack
 from ..view import BufferView
 from .base import Adapter, ConsumerRules, Edge, view_obstacle
@@ -25,7 +26,7 @@ def _is_cai_producer(x: Any) -> bool:
 
 def _cai_view(x: Any) -> BufferView:
     view = cai.validate(cai.interface_of(x), who=type(x).__name__)
-    index = cai.pointer_device(view.ptr)
+    index = devices.pointer_device(view.ptr)
     return view if index == view.device[1] else replace(view, device=("cuda", index))
 
 

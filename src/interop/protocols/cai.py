@@ -103,25 +103,6 @@ def stream_of(cai: dict[str, Any]) -> int | None:
     return cai.get("stream") if cai.get("version", 0) >= 3 else None
 
 
-def pointer_device(ptr: int) -> int:
-    """The CUDA device that owns device pointer ``ptr``, which the interface does not say:
-    asked of the CUDA runtime (through CuPy); the current device for a NULL pointer."""
-    from ..errors import DeviceError
-
-    try:
-        import cupy
-    except ImportError:
-        raise DeviceError(f"cannot tell which CUDA device holds pointer {ptr:#x}: reading a "
-                          "bare CUDA Array Interface producer needs CuPy") from None
-    try:
-        if not ptr:
-            return int(cupy.cuda.runtime.getDevice())
-        return int(cupy.cuda.runtime.pointerGetAttributes(ptr).device)
-    except Exception as e:
-        raise DeviceError(f"the CUDA runtime cannot tell which device holds pointer {ptr:#x}: "
-                          f"{type(e).__name__}: {e}") from e
-
-
 def _typestr(ts: Any, where: str) -> tuple[int, str]:
     if (not isinstance(ts, str) or len(ts) < 3 or ts[0] not in "<>|="
             or ts[1] not in _KINDS or not ts[2:].isdigit()):
