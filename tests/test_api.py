@@ -17,7 +17,7 @@ from interop.errors import (
     UnsupportedConversionError,
     ZeroCopyError,
 )
-from interop.frameworks.base import COPY_ROUTE
+from interop.adapters.base import COPY_ROUTE
 from interop.plan import Plan, Step
 from machine import absent_cuda_device, jax_on_cpu
 

@@ -24,7 +24,7 @@ import interop
 import interop.api as api
 from helpers import aligned, data_pointer
 from interop.errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
-from interop.frameworks.base import NeedsCopy
+from interop.adapters.base import NeedsCopy
 from machine import jax_on_cpu
 from oracles import shares
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from interop.errors import DeviceError, UnsupportedConversionError
-from interop.frameworks import cudf_
+from interop.adapters import cudf_
 from interop.tables import arrow_c, build
 from machine import machine
 
@@ -109,7 +109,7 @@ def test_building_a_cudf_table_never_probes_the_cuda_array_interface(cudf_standi
 
 
 def test_cai_into_torch_names_no_device_so_torch_reads_the_pointers(monkeypatch):
-    from interop.frameworks import torch_
+    from interop.adapters import torch_
 
     seen = []
     monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: seen.append((obj, kw)) or "t")
@@ -118,7 +118,7 @@ def test_cai_into_torch_names_no_device_so_torch_reads_the_pointers(monkeypatch)
 
 
 def test_read_only_cai_into_torch_goes_through_a_writable_alias(monkeypatch):
-    from interop.frameworks import torch_
+    from interop.adapters import torch_
 
     class ReadOnly:
         __cuda_array_interface__ = dict(_DeviceBuffer.__cuda_array_interface__,
@@ -134,7 +134,7 @@ def test_read_only_cai_into_torch_goes_through_a_writable_alias(monkeypatch):
 
 
 def test_cai_stream_makes_torch_wait(monkeypatch):
-    from interop.frameworks import torch_
+    from interop.adapters import torch_
 
     class OnStream:
         __cuda_array_interface__ = dict(_DeviceBuffer.__cuda_array_interface__, stream=0x1234)

@@ -268,8 +268,8 @@ def test_a_dlpack_edge_from_a_source_without_its_own_check_narrows_for_jax():
     JAX's dtype rules, so a float64 CuPy array takes the copy route, which casts. Shown here
     with a host stand-in for the source adapter (no GPU on this machine)."""
     from interop.api import REGISTRY
-    from interop.frameworks import jax_, numpy_
-    from interop.frameworks.base import COPY_ROUTE, Adapter
+    from interop.adapters import jax_, numpy_
+    from interop.adapters.base import COPY_ROUTE, Adapter
     from interop.registry import _dlpack_edge
 
     stand_in = Adapter(name="cupy-like", view=numpy_.view, export_dlpack=lambda x: x)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from interop.frameworks.base import Adapter, ConsumerRules, Edge
+from interop.adapters.base import Adapter, ConsumerRules, Edge
 from interop.record import record
 
 

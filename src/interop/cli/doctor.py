@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ..frameworks.base import installed
+from ..adapters.base import installed
 from . import cuda_devices, package_version
 
 PRESENT, ABSENT, UNKNOWN, SKIPPED = "present", "absent", "could not check", "not installed"

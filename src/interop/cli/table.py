@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ..frameworks.base import installed
+from ..adapters.base import installed
 from . import cuda_devices, memory, package_version
 
 CPU = ["numpy", "torch", "jax", "tensorflow", "paddle", "pyarrow", "pandas", "polars", "dlpack"]

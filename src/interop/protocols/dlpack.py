@@ -158,6 +158,8 @@ _TO_DL: dict[str, tuple[int, int]] = {
     "float8_e8m0fnu": (Code.FLOAT8_E8M0FNU, 8),
 }
 _FROM_DL: dict[tuple[int, int], str] = {v: k for k, v in _TO_DL.items()}
+DL_TYPESTRS = frozenset(_TO_DL)
+"""The dtype strings DLPack has a type code for."""
 _SUBBYTE = {Code.FLOAT6_E2M3FN, Code.FLOAT6_E3M2FN, Code.FLOAT4_E2M1FN}
 
 

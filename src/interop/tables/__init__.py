@@ -18,7 +18,8 @@ __all__ = ["Columns", "TablePlan", "aos_to_soa", "soa_to_aos", "to_arrow_table",
            "to_record_batch", "columns_of"]
 
 _WHERE = {"Columns": "columns", "TablePlan": "columns", "aos_to_soa": "aos",
-          "soa_to_aos": "aos", "to_arrow_table": "build", "to_record_batch": "build"}
+          "soa_to_aos": "aos", "to_arrow_table": "calls", "to_record_batch": "calls",
+          "columns_of": "calls"}
 
 
 def __getattr__(name: str) -> Any:
@@ -31,10 +32,3 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
     globals()[name] = value
     return value
-
-
-def columns_of(x, target, **kw):
-    """Per-column conversion even to a table framework: ``{name: pyarrow.Array}``."""
-    from .adapters import columns_of as impl
-
-    return impl(x, target, **kw)

@@ -1,5 +1,5 @@
 """Table kinds for the registry: each is recognised like a framework and converts column by
-column (``Adapter(kind="table", convert_table=..., explain_table=...)``).
+column (:class:`~interop.adapters.base.TableAdapter`), through the registry they are given.
 
 Sources: pyarrow ``Table``, ``RecordBatch``, ``RecordBatchReader``; pandas and polars
 ``DataFrame``; a ``dict`` of arrays; any object speaking the Arrow PyCapsule interface (DuckDB
@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..adapters.base import TableAdapter
 from ..errors import InteropError, UnsupportedConversionError
-from ..frameworks.base import Adapter
 from . import TABLE_TARGETS, arrow_c
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = Fa
                same: str = ""):
     """``same``: the table target the source already is (returned as it is, index and all)."""
 
-    def convert_table(x: Any, target: str, *, copy: bool | None = None, device: Any = None,
-                      **options: Any) -> Any:
+    def convert_table(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+                      device: Any = None, **options: Any) -> Any:
         if target == same and copy is not True and not options and device is None:
             return x
         steps: tuple[Step, ...] = ()
@@ -78,16 +78,17 @@ def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = Fa
             named = _arrow_table(x)
         else:
             named = named_of(x)
-        return _convert(label, named, target, copy, device, options, steps)
+        return _convert(reg, label, named, target, copy, device, options, steps)
 
-    def explain_table(x: Any, target: str, *, copy: bool | None = None, **options: Any):
+    def explain_table(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+                      **options: Any):
         from ..plan import Plan, Step
 
         if target == same and copy is not True and not options:
             return Plan(label, target, (Step(label, target, "identity"),), True, (), ())
         if stream:
-            return _explain_stream(label, x, target, copy, options)
-        return _explain(label, named_of(x), target, copy, options)
+            return _explain_stream(reg, label, x, target, copy, options)
+        return _explain(reg, label, named_of(x), target, copy, options)
 
     return convert_table, explain_table
 
@@ -101,28 +102,29 @@ def _whole_table(options: dict[str, Any]) -> Any:
     return cols
 
 
-def _convert(label: str, named: list, target: str, copy: bool | None, device: Any,
+def _convert(reg: Any, label: str, named: list, target: str, copy: bool | None, device: Any,
              options: dict[str, Any], steps: tuple[Step, ...] = ()) -> Any:
     from . import build, columns
 
     if target in TABLE_TARGETS:
         cols = _whole_table(options)
         named = columns.select(named, cols)
-        return build.build(dict(named), target, copy=copy)
-    return columns.convert(label, named, target, copy=copy, device=device, options=options)
+        return build.build(reg, dict(named), target, copy=copy)
+    return columns.convert(reg, label, named, target, copy=copy, device=device,
+                           options=options)
 
 
-def _explain(label: str, named: list, target: str, copy: bool | None,
+def _explain(reg: Any, label: str, named: list, target: str, copy: bool | None,
              options: dict[str, Any], **kw: Any) -> Any:
     from . import build, columns
 
     if target in TABLE_TARGETS:
         named = columns.select(named, _whole_table(options))
-        return build.explain(label, dict(named), target, copy=copy)
-    return columns.explain(label, named, target, copy=copy, options=options, **kw)
+        return build.explain(reg, label, dict(named), target, copy=copy)
+    return columns.explain(reg, label, named, target, copy=copy, options=options, **kw)
 
 
-def _explain_stream(label: str, x: Any, target: str, copy: bool | None,
+def _explain_stream(reg: Any, label: str, x: Any, target: str, copy: bool | None,
                     options: dict[str, Any]) -> Any:
     """A stream is read once: plan from its schema; chunking is unknown until it is read."""
     from ..plan import Step
@@ -138,39 +140,38 @@ def _explain_stream(label: str, x: Any, target: str, copy: bool | None,
         return columns.TablePlan(label, target, (step,), False,
                                  (why, "the schema is unknown without reading the stream"))
     named = [(f.name, pa.array([], type=f.type)) for f in schema]
-    return _explain(label, named, target, copy, options, pre_steps=(step,),
+    return _explain(reg, label, named, target, copy, options, pre_steps=(step,),
                     pre_reasons=(why,), zero_copy_known=False) if target not in TABLE_TARGETS \
-        else _explain(label, named, target, copy, options)
+        else _explain(reg, label, named, target, copy, options)
 
 
-def _arrow_c_convert(x: Any, target: str, *, copy: bool | None = None, device: Any = None,
-                     **options: Any) -> Any:
-    from .. import api
-
+def _arrow_c_convert(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+                     device: Any = None, **options: Any) -> Any:
     label = f"{type(x).__module__}.{type(x).__qualname__} (Arrow PyCapsule)"
     if arrow_c.has_array(x):
         imp = arrow_c.import_array(x)
     elif arrow_c.has_stream(x):
         t, steps = _stream_table(x)
-        return _convert(label, _arrow_table(t), target, copy, device, options, steps)
+        return _convert(reg, label, _arrow_table(t), target, copy, device, options, steps)
     else:
         imp, dev, _ = arrow_c.import_device_array(x)
         if dev == arrow_c.ARROW_DEVICE_CUDA:  # pragma: no cover - needs a GPU
-            return _convert(label, arrow_c.device_columns(imp), target, copy, device, options)
+            return _convert(reg, label, arrow_c.device_columns(imp), target, copy, device,
+                            options)
         if dev != arrow_c.ARROW_DEVICE_CPU:
             raise UnsupportedConversionError(f"{label}: Arrow device type {dev} is not supported "
                                              "(CPU and CUDA are)")
     pa = sys.modules["pyarrow"]
     if isinstance(imp, pa.RecordBatch):
-        return _convert(label, _arrow_table(imp), target, copy, device, options)
+        return _convert(reg, label, _arrow_table(imp), target, copy, device, options)
     if options:
         raise InteropError(f"options {sorted(options)} apply to tables; {label} holds one "
                            f"array of type {imp.type}")
-    return api.to_framework(imp, target, copy=copy, device=device)
+    return reg.convert(imp, target, copy=copy, device=device)
 
 
-def _arrow_c_explain(x: Any, target: str, *, copy: bool | None = None, **options: Any):
-    from .. import api
+def _arrow_c_explain(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+                     **options: Any):
     from ..plan import Step
     from . import columns
 
@@ -179,10 +180,10 @@ def _arrow_c_explain(x: Any, target: str, *, copy: bool | None = None, **options
         imp = arrow_c.import_array(x)  # zero-copy import; reads no data
         pa = sys.modules["pyarrow"]
         if isinstance(imp, pa.RecordBatch):
-            return _explain(label, _arrow_table(imp), target, copy, options)
-        return api.explain(imp, target, copy=copy)
+            return _explain(reg, label, _arrow_table(imp), target, copy, options)
+        return reg.explain(imp, target, None, copy)
     if arrow_c.has_stream(x):
-        return _explain_stream(label, x, target, copy, options)
+        return _explain_stream(reg, label, x, target, copy, options)
     return columns.TablePlan(label, target, (Step(label, "pyarrow",
                                                   "__arrow_c_device_array__"),), False,
                              ("a device array is planned when it is imported",))
@@ -201,10 +202,10 @@ def _isinstance(module: str, *names: str) -> Callable[[Any], bool]:
 def _table_adapter(name: str, modules: tuple[str, ...], package: str,
                    is_value: Callable[[Any], bool], label: str, named_of: Callable,
                    stream: bool = False, devices: tuple[str, ...] = ("cpu",),
-                   same: str = "") -> Adapter:
+                   same: str = "") -> TableAdapter:
     conv, expl = _converter(label, named_of, stream=stream, same=same)
-    return Adapter(name=name, modules=modules, package=package, kind="table",
-                   devices=devices, is_value=is_value, convert_table=conv, explain_table=expl)
+    return TableAdapter(name=name, modules=modules, package=package, devices=devices,
+                        is_value=is_value, convert=conv, explain=expl)
 
 
 def _is_dict(x: Any) -> bool:
@@ -215,13 +216,14 @@ def _is_arrow_c(x: Any) -> bool:
     return arrow_c.is_arrow_c(x)
 
 
-def _cudf_convert(x: Any, target: str, **kw: Any) -> Any:  # pragma: no cover - needs a GPU
-    return _convert("cuDF DataFrame", _cudf(x), target, kw.pop("copy", None),
+def _cudf_convert(reg: Any, x: Any, target: str, **kw: Any) -> Any:  # pragma: no cover
+    return _convert(reg, "cuDF DataFrame", _cudf(x), target, kw.pop("copy", None),
                     kw.pop("device", None), kw)
 
 
-def _cudf_explain(x: Any, target: str, *, copy: bool | None = None, **options: Any):
-    return _explain("cuDF DataFrame", _cudf(x), target, copy, options)  # pragma: no cover
+def _cudf_explain(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+                  **options: Any):
+    return _explain(reg, "cuDF DataFrame", _cudf(x), target, copy, options)  # pragma: no cover
 
 
 ARROW_TABLE = _table_adapter("arrow-table", ("pyarrow",), "pyarrow",
@@ -240,24 +242,22 @@ POLARS_DF = _table_adapter("polars-dataframe", ("polars",), "polars",
                            _isinstance("polars", "DataFrame"), "polars DataFrame", _polars,
                            same="polars")
 DICT = _table_adapter("dict", (), "interop", _is_dict, "dict of arrays", _dict)
-CUDF = Adapter(name="cudf-dataframe", modules=("cudf",), package="cudf", kind="table",
-               devices=("cuda",), is_value=_isinstance("cudf", "DataFrame"),
-               convert_table=_cudf_convert, explain_table=_cudf_explain)
-ARROW_C = Adapter(name="arrow-c", package="pyarrow", kind="table", is_value=_is_arrow_c,
-                  convert_table=_arrow_c_convert, explain_table=_arrow_c_explain)
+CUDF = TableAdapter(name="cudf-dataframe", modules=("cudf",), package="cudf",
+                    devices=("cuda",), is_value=_isinstance("cudf", "DataFrame"),
+                    convert=_cudf_convert, explain=_cudf_explain)
+ARROW_C = TableAdapter(name="arrow-c", package="pyarrow", is_value=_is_arrow_c,
+                       convert=_arrow_c_convert, explain=_arrow_c_explain)
 
 ADAPTERS = [ARROW_TABLE, ARROW_BATCH, ARROW_STREAM, PANDAS_DF, POLARS_DF, CUDF, DICT, ARROW_C]
 
 
-def columns_of(x: Any, target: str, **kw: Any) -> Any:
+def columns_of(reg: Any, x: Any, target: str, **kw: Any) -> Any:
     """Per-column conversion even when ``target`` is a table framework (pyarrow, pandas,
     polars): ``{name: pyarrow.Array}`` rather than a ``pa.Table``."""
-    from .. import api
     from . import columns
 
-    reg = api.REGISTRY
-    adapter = reg.adapters[reg.kind(x)]
-    if adapter.convert_table is None:
+    adapter = reg.adapters[reg.owner(x)]
+    if not isinstance(adapter, TableAdapter):
         raise UnsupportedConversionError(f"{type(x).__name__} is not a table")
     copy, device = kw.pop("copy", None), kw.pop("device", None)
     tgt = reg.target(target)
@@ -269,4 +269,5 @@ def columns_of(x: Any, target: str, **kw: Any) -> Any:
              else _dict(x) if adapter is DICT else None)
     if named is None:
         raise UnsupportedConversionError(f"columns_of does not read a {type(x).__name__}")
-    return columns.convert(type(x).__name__, named, tgt, copy=copy, device=device, options=kw)
+    return columns.convert(reg, type(x).__name__, named, tgt, copy=copy, device=device,
+                           options=kw)

@@ -44,16 +44,14 @@ def _check_lengths(named: list[tuple[str, Any]]) -> None:
         raise InteropError(f"columns of one table must have one length; got {lengths}")
 
 
-def _masked(values: Any, mask: Any, copy: bool | None) -> Any:
+def _masked(reg: Any, values: Any, mask: Any, copy: bool | None) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    from .. import api
-
-    arr = api.to_framework(values, "pyarrow", copy=copy)
+    arr = reg.convert(values, "pyarrow", copy=copy)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    m = np.asarray(api.to_framework(mask, "numpy"), dtype=bool)
+    m = np.asarray(reg.convert(mask, "numpy"), dtype=bool)
     if m.shape != (len(arr),):
         raise InteropError(f"a mask must be one bool per value: {m.shape} for {len(arr)} values")
     bits = np.concatenate([np.zeros(arr.offset, bool), m]) if arr.offset else m
@@ -62,61 +60,58 @@ def _masked(values: Any, mask: Any, copy: bool | None) -> Any:
                                  null_count=int(len(m) - m.sum()), offset=arr.offset)
 
 
-def to_arrow_arrays(cols: Mapping, *, copy: bool | None = None) -> tuple[list[str], list[Any]]:
+def to_arrow_arrays(reg: Any, cols: Mapping, *,
+                    copy: bool | None = None) -> tuple[list[str], list[Any]]:
     """Names and pyarrow arrays over the columns' buffers."""
-    from .. import api
-
     named = _named(cols)
     _check_lengths(named)
     arrays = []
     for n, v in named:
         try:
             if isinstance(v, tuple):
-                arrays.append(_masked(v[0], v[1], copy))
+                arrays.append(_masked(reg, v[0], v[1], copy))
             else:
-                arrays.append(api.to_framework(v, "pyarrow", copy=copy))
+                arrays.append(reg.convert(v, "pyarrow", copy=copy))
         except InteropError as e:
             raise type(e)(f"column {n!r}: {e}") from e
     return [n for n, _ in named], arrays
 
 
-def to_arrow_table(cols: Mapping, *, copy: bool | None = None) -> Any:
+def arrow_table(reg: Any, cols: Mapping, *, copy: bool | None = None) -> Any:
     """A ``pyarrow.Table`` over the columns' own buffers (see the module doc)."""
     import pyarrow as pa
 
-    names, arrays = to_arrow_arrays(cols, copy=copy)
+    names, arrays = to_arrow_arrays(reg, cols, copy=copy)
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def to_record_batch(cols: Mapping, *, copy: bool | None = None) -> Any:
+def record_batch(reg: Any, cols: Mapping, *, copy: bool | None = None) -> Any:
     """A ``pyarrow.RecordBatch`` over the columns' own buffers."""
     import pyarrow as pa
 
-    names, arrays = to_arrow_arrays(cols, copy=copy)
+    names, arrays = to_arrow_arrays(reg, cols, copy=copy)
     arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def build(cols: Mapping, target: str, *, copy: bool | None = None) -> Any:
+def build(reg: Any, cols: Mapping, target: str, *, copy: bool | None = None) -> Any:
     """``{name: array}`` -> a table of framework ``target`` (pyarrow, pandas, polars, cudf)."""
     if target == "pyarrow":
-        return to_arrow_table(cols, copy=copy)
+        return arrow_table(reg, cols, copy=copy)
     if target == "polars":
         import polars as pl
 
-        return pl.from_arrow(to_arrow_table(cols, copy=copy), rechunk=False)
+        return pl.from_arrow(arrow_table(reg, cols, copy=copy), rechunk=False)
     if target == "pandas":
-        return _to_pandas(cols, copy)
+        return _to_pandas(reg, cols, copy)
     if target == "cudf":
-        return _to_cudf(cols, copy)
+        return _to_cudf(reg, cols, copy)
     raise UnsupportedConversionError(f"a table cannot be built in {target}; use one of "
                                      f"{TABLE_TARGETS}")
 
 
-def _to_pandas(cols: Mapping, copy: bool | None) -> Any:
+def _to_pandas(reg: Any, cols: Mapping, copy: bool | None) -> Any:
     import pandas as pd
-
-    from .. import api
 
     named = _named(cols)
     _check_lengths(named)
@@ -124,15 +119,16 @@ def _to_pandas(cols: Mapping, copy: bool | None) -> Any:
     for n, v in named:
         try:
             if isinstance(v, tuple):
-                series[n] = pd.Series(pd.arrays.ArrowExtensionArray(_masked(v[0], v[1], copy)))
+                series[n] = pd.Series(pd.arrays.ArrowExtensionArray(_masked(reg, v[0], v[1],
+                                                                              copy)))
             else:
-                series[n] = api.to_framework(v, "pandas", copy=copy)
+                series[n] = reg.convert(v, "pandas", copy=copy)
         except InteropError as e:
             raise type(e)(f"column {n!r}: {e}") from e
     return pd.DataFrame(series, copy=False)
 
 
-def _to_cudf(cols: Mapping, copy: bool | None) -> Any:  # pragma: no cover - needs a GPU
+def _to_cudf(reg: Any, cols: Mapping, copy: bool | None) -> Any:  # pragma: no cover - needs a GPU
     """cuDF columns over each device array's ``__cuda_array_interface__`` (cudf.Series)."""
     import cudf
 
@@ -141,39 +137,36 @@ def _to_cudf(cols: Mapping, copy: bool | None) -> Any:  # pragma: no cover - nee
     out = {}
     for n, v in named:
         if isinstance(v, tuple):  # NaN stays a value: only the mask makes nulls
-            s = _cudf_column(v[0], copy)
-            s[~_cudf_column(v[1], True).astype(bool)] = None  # a copy
+            s = _cudf_column(reg, v[0], copy)
+            s[~_cudf_column(reg, v[1], True).astype(bool)] = None  # a copy
             out[n] = s
         else:
-            out[n] = _cudf_column(v, copy)
+            out[n] = _cudf_column(reg, v, copy)
     return cudf.DataFrame(out)
 
 
-def _cudf_column(v: Any, copy: bool | None) -> Any:
+def _cudf_column(reg: Any, v: Any, copy: bool | None) -> Any:
     """A cuDF Series over a device value's buffer, or over a device copy of host data."""
-    from ..api import REGISTRY, to_framework
-
-    on_device = REGISTRY.adapters[REGISTRY.kind(v)].device(v)[0] == "cuda"
-    return to_framework(v, "cudf", copy=copy, device=None if on_device else "cuda")
+    on_device = reg.adapters[reg.owner(v)].device(v)[0] == "cuda"
+    return reg.convert(v, "cudf", copy=copy, device=None if on_device else "cuda")
 
 
-def explain(source: str, cols: Mapping, target: str, *, copy: bool | None = None) -> TablePlan:
+def explain(reg: Any, source: str, cols: Mapping, target: str, *,
+            copy: bool | None = None) -> TablePlan:
     """The plan of :func:`build`: per column the registry's plan to pyarrow (or pandas)."""
-    from .. import api
-
     named = _named(cols)
     col_target = target if target in ("pandas", "cudf") else "pyarrow"
     plans: dict[str, Plan] = {}
     for n, v in named:
         if isinstance(v, tuple):
-            inner = api.explain(v[0], col_target, copy=copy)
+            inner = reg.explain(v[0], col_target, None, copy)
             plans[n] = Plan(inner.source, col_target,
                             (*inner.steps, Step("numpy", "pyarrow", "mask packed into a "
                                                 "validity bitmap", copies=True)),
                             False, (*inner.reasons, f"column {n!r}: packing the mask copies"),
                             inner.hazards, inner.supported, inner.error)
         else:
-            plans[n] = api.explain(v, col_target, copy=copy)
+            plans[n] = reg.explain(v, col_target, None, copy)
     errors = [f"column {n!r}: {p.reasons[0] if p.reasons else p.error}"
               for n, p in plans.items() if not p.supported]
     steps = [Step(source, col_target, f"column by column ({len(plans)} columns)")]

@@ -380,16 +380,15 @@ def _raise_errors(source: str, preps: dict[Any, Prepared], nulls: str) -> None:
     raise ZeroCopyError(f"copy=False but {source} needs a copy: {'; '.join(zc)}")
 
 
-def convert(source: str, named: list[tuple[Any, Any]], target: str, *, copy: bool | None,
-            device: Any, options: dict[str, Any], pre_steps: tuple[Step, ...] = ()) -> Columns:
+def convert(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
+            copy: bool | None, device: Any, options: dict[str, Any],
+            pre_steps: tuple[Step, ...] = ()) -> Columns:
     """Convert each column to ``target``; ``Columns`` of arrays (or ``(values, mask)``)."""
-    from .. import api
-
     nulls, fill_value, columns = _options(dict(options))
     named = select(named, columns)
     narrowed: list[str] = []  # one NarrowingWarning for the table, naming its columns
     if copy is None and device is None and nulls == "raise":
-        out = _dense_arrow_columns(named, target, narrowed)
+        out = _dense_arrow_columns(reg, named, target, narrowed)
         if out is not None:
             _warn_narrowed(source, narrowed)
             return out
@@ -400,12 +399,12 @@ def convert(source: str, named: list[tuple[Any, Any]], target: str, *, copy: boo
     for n, p in preps.items():
         try:
             with narrowing.gather() as got:
-                values = api.to_framework(p.value, target, copy=copy, device=device)
+                values = reg.convert(p.value, target, copy=copy, device=device)
         except InteropError as e:
             raise type(e)(f"{source}, column {n!r}: {e}") from e
         narrowed += [f"column {n!r}: {why}" for why in got]
         if p.mask is not None:
-            mask = api.to_framework(p.mask, target, device=device)
+            mask = reg.convert(p.mask, target, device=device)
             out[n] = (values, mask)
         else:
             out[n] = values
@@ -420,13 +419,11 @@ def _warn_narrowed(source: str, narrowed: list[str]) -> None:
         narrowing.warn(f"{source}: " + "; ".join(narrowed))
 
 
-def _dense_arrow_columns(named: list[tuple[Any, Any]], target: str,
+def _dense_arrow_columns(reg: Any, named: list[tuple[Any, Any]], target: str,
                          narrowed: list[str]) -> Columns | None:
     """The common table, Arrow columns of numbers or booleans without nulls, column by column
     with no preparation (what :func:`prepare` would hand on as they are); ``None`` for any
     other table, or any refusal, which the full path then explains."""
-    from .. import api
-
     pa = _pa()
     if pa is None:
         return None
@@ -438,19 +435,18 @@ def _dense_arrow_columns(named: list[tuple[Any, Any]], target: str,
             return None
         try:
             with narrowing.gather() as got:
-                out[n] = api.to_framework(c, target)
+                out[n] = reg.convert(c, target)
         except InteropError:
             return None
         narrowed += [f"column {n!r}: {why}" for why in got]
     return out
 
 
-def explain(source: str, named: list[tuple[Any, Any]], target: str, *, copy: bool | None,
+def explain(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
+            copy: bool | None,
             options: dict[str, Any], pre_steps: tuple[Step, ...] = (),
             pre_reasons: tuple[str, ...] = (), zero_copy_known: bool = True) -> TablePlan:
     """The :class:`TablePlan`: per column what happens and why; converts nothing."""
-    from .. import api
-
     nulls, fill_value, columns = _options(dict(options))
     named = select(named, columns)
     plans: dict[Any, Plan] = {}
@@ -458,7 +454,7 @@ def explain(source: str, named: list[tuple[Any, Any]], target: str, *, copy: boo
     error_kind = None
     for n, c in named:
         p = prepare(n, c, nulls=nulls, fill_value=fill_value, copy=copy, dry=True)
-        plans[n] = cp = column_plan(source, n, p, target, copy, api)
+        plans[n] = cp = column_plan(reg, source, n, p, target, copy)
         if not cp.supported:
             errors.append(cp.reasons[0] if cp.reasons else f"column {n!r}")
             error_kind = error_kind or cp.error
@@ -472,13 +468,13 @@ def explain(source: str, named: list[tuple[Any, Any]], target: str, *, copy: boo
                      error=error_kind, columns=plans)
 
 
-def column_plan(source: str, name: Any, p: Prepared, target: str, copy: bool | None,
-                api: Any) -> Plan:
+def column_plan(reg: Any, source: str, name: Any, p: Prepared, target: str,
+                copy: bool | None) -> Plan:
     if p.error is not None:
         kind, reason = p.error
         return Plan(source, target, tuple(p.steps), False, (reason,), supported=False,
                     error=kind)
-    inner = api.explain(p.value, target, copy=copy)
+    inner = reg.explain(p.value, target, None, copy)
     steps = (*p.steps, *inner.steps) + ((p.mask_step,) if p.mask_step else ())
     zero_copy = inner.zero_copy and not p.copied and p.mask is None and p.mask_step is None
     return Plan(inner.source, target, steps, zero_copy, (*p.reasons, *inner.reasons),

@@ -14,7 +14,7 @@ from typing import Any
 from .. import devices
 from ..protocols import array_interface, cai, dlpack
 from ..view import BufferView
-from .base import Adapter, ConsumerRules, Edge, view_obstacle
+from .base import ArrayAdapter, Edge, fixed
 
 
 def _is_cai_producer(x: Any) -> bool:
@@ -55,25 +55,21 @@ def _is_buffer(x: Any) -> bool:
     return True
 
 
-def _producer_view(x: Any):
-    return dlpack.inspect_capsule(dlpack.export(x)).view
-
-
-def _producer_check(x: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+def _producer_view(x: Any) -> BufferView:
+    """The view of the producer's capsule, which must hold memory on the device its
+    ``__dlpack_device__`` names (consumers trust it to pick their import path: a lie crashes
+    them)."""
+    view = dlpack.inspect_capsule(dlpack.export(x)).view
     dev = dlpack.device_of(x)
-    view = _producer_view(x)
     declared = dlpack.device_name(dev[0])
     if view.device[0] != declared:
-        # consumers trust __dlpack_device__ to pick their import path: a lie crashes them
         raise dlpack.ProtocolError(
             f"{type(x).__name__}.__dlpack_device__() says {declared} ({dev}) but its capsule "
             f"holds {view.device[0]} memory")
-    if declared != "cpu":
-        return None
-    return view_obstacle(view, rules)
+    return view
 
 
-def _to_numpy_checked(x: Any) -> Any:
+def _producer_to_numpy(x: Any) -> Any:
     import numpy as np
 
     dev = dlpack.device_of(x)
@@ -106,9 +102,9 @@ def _buffer_to_numpy(x: Any) -> Any:
             f"NumPy cannot read {type(x).__name__} as an array: {type(e).__name__}: {e}") from e
 
 
-CAI_PRODUCER = Adapter(
+CAI_PRODUCER = ArrayAdapter(
     name="cai-producer",
-    kind="source",
+    target=False,
     modules=(),
     package="cupy",
     devices=("cuda",),
@@ -119,26 +115,28 @@ CAI_PRODUCER = Adapter(
     export_cai=lambda x: x,
 )
 
-PRODUCER = Adapter(
+PRODUCER = ArrayAdapter(
     name="dlpack-producer",
-    kind="source",
+    target=False,
     modules=(),
     package="numpy",
     is_value=_is_dlpack_producer,
     view=_producer_view,
-    to_numpy=_to_numpy_checked,
+    to_numpy=_producer_to_numpy,
     export_dlpack=lambda x: x,
-    dlpack_check=_producer_check,
-    edges=lambda: [Edge("dlpack-producer", "numpy", "numpy.from_dlpack", _to_numpy_checked)],
+    edges=lambda: [Edge("dlpack-producer", "numpy", "numpy.from_dlpack",
+                        fixed(_producer_to_numpy))],
 )
 
-BUFFER = Adapter(
+BUFFER = ArrayAdapter(
     name="buffer",
-    kind="source",
+    target=False,
     modules=(),
     package="numpy",
     is_value=_is_buffer,
     to_numpy=_buffer_to_numpy,
     edges=lambda: [Edge("buffer", "numpy", "numpy.asarray (array interface / buffer protocol)",
-                        _buffer_to_numpy)],
+                        fixed(_buffer_to_numpy))],
 )
+
+ADAPTERS = [CAI_PRODUCER, PRODUCER, BUFFER]

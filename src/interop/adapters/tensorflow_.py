@@ -32,19 +32,19 @@ from ..errors import FrameworkMissingError, UnsupportedConversionError
 from ..protocols import dlpack
 from ..protocols.array_interface import view_of_numpy
 from ..view import BufferView
+from . import numpy_
 from .base import (
-    COPIES,
-    COPY_ROUTE,
+    NEEDS_COPY,
+    STEP_COPIES,
     UNSUPPORTED,
-    Adapter,
+    ArrayAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
-    dtype_obstacle,
+    fixed,
     installed,
     view_obstacle,
 )
-from .numpy_ import _check as _numpy_check
 
 # TensorFlow dtype name -> type string, for every dtype TF exports and imports over DLPack.
 _TYPESTR = {
@@ -131,18 +131,24 @@ def _symbolic(t: Any) -> tuple[str, str]:
                          "has no memory yet: convert eager tensors, outside the traced function")
 
 
-def _export_verdict(t: Any) -> tuple[str, str] | None:
-    """Whether ``t`` can be exported over DLPack at all (before any consumer rule)."""
+def _tensor_verdict(t: Any, host_only: str) -> tuple[str, str] | None:
+    """Whether ``t`` shares its buffer at all: a symbolic tensor has none, float8/int4 ones
+    only through a copy (``host_only``: the verdict then), non-numeric ones never."""
     if not _eager(t):
         return _symbolic(t)
     name = t.dtype.name
     if name in _TYPESTR:
         return None
     if name in _HOST_ONLY:
-        return COPY_ROUTE, (f"TensorFlow exports {name} over no zero-copy protocol "
-                            "(DLPack refuses it): one copy through NumPy")
+        return host_only, (f"TensorFlow shares {name} tensors over no zero-copy protocol "
+                           "(DLPack refuses them): one copy through NumPy")
     return UNSUPPORTED, (f"TensorFlow dtype {name} has no DLPack or NumPy buffer to share "
                          "(only numeric tensors convert)")
+
+
+def export_check(t: Any) -> tuple[str, str] | None:
+    """Whether ``t`` can be exported over DLPack at all (before any consumer rule)."""
+    return _tensor_verdict(t, NEEDS_COPY)
 
 
 def _capsule(t: Any) -> Any:
@@ -192,28 +198,12 @@ def _export(t: Any) -> Any:
     return _Producer(t)
 
 
-def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
-    verdict = _export_verdict(t)
-    if verdict is not None:
-        return verdict
-    verdict = dtype_obstacle(rules, _TYPESTR[t.dtype.name])
-    if verdict is not None:
-        return verdict
-    # TF tensors are always compact row-major; only an imported buffer can be misaligned
-    if rules.alignment > 1 and t.shape.num_elements():
-        ptr = view(t).ptr
-        if ptr % rules.alignment:
-            return COPY_ROUTE, (f"data pointer {ptr:#x} is not {rules.alignment}-byte aligned: "
-                                f"{rules.name} {rules.misaligned_why}")
-    return None
-
-
 def _from_dlpack(producer: Any) -> Any:
     tf = _tf()
     capsule = dlpack.export(producer, versioned=False)
     v = dlpack.inspect_capsule(capsule).view
     if v.size and v.ptr % ALIGNMENT:  # the checks send these to a copy first: a safety net
-        raise NeedsCopy(COPY_ROUTE, f"data pointer {v.ptr:#x} is not {ALIGNMENT}-byte aligned: "
+        raise NeedsCopy(NEEDS_COPY, f"data pointer {v.ptr:#x} is not {ALIGNMENT}-byte aligned: "
                                     f"TensorFlow {RULES.misaligned_why}")
     return tf.experimental.dlpack.from_dlpack(capsule)
 
@@ -236,19 +226,19 @@ def _np_check(a: Any) -> tuple[str, str] | None:
     ts = dlpack.typestr_of(a.dtype)
     if a.dtype.type.__module__ == "ml_dtypes":
         if ts in _HOST_ONLY:
-            return COPIES, (f"TensorFlow's DLPack import has no {ts}: tf.convert_to_tensor "
+            return STEP_COPIES, (f"TensorFlow's DLPack import has no {ts}: tf.convert_to_tensor "
                             "copies it")
         if ts != "bfloat16":
             return UNSUPPORTED, f"TensorFlow has no dtype {ts}"
         if not a.flags.aligned:
-            return COPY_ROUTE, "the array is not aligned to its itemsize"
+            return NEEDS_COPY, "the array is not aligned to its itemsize"
         return view_obstacle(view_of_numpy(a), _FROM_NUMPY)
     if not a.dtype.isnative:
         return UNSUPPORTED, (f"TensorFlow has no dtype {a.dtype} (byte order "
                              f"{a.dtype.byteorder!r}): convert to native byte order first")
     if ts not in _ACCEPTED:
         return UNSUPPORTED, f"TensorFlow has no dtype {a.dtype}"
-    return _numpy_check(a, _FROM_NUMPY)
+    return numpy_.export_check(a) or view_obstacle(numpy_.view(a), _FROM_NUMPY)
 
 
 class _Alias:
@@ -287,16 +277,8 @@ def _np_to_tf(a: Any) -> Any:
     return tf.experimental.dlpack.from_dlpack(_np_capsule(a))
 
 
-def _tf_np_check(t: Any) -> tuple[str, str] | None:
-    if not _eager(t):
-        return _symbolic(t)
-    name = t.dtype.name
-    if name in _TYPESTR:
-        return None
-    if name in _HOST_ONLY:
-        return COPIES, (f"numpy.asarray copies TensorFlow {name} tensors (TensorFlow shares "
-                        "them over no zero-copy protocol)")
-    return UNSUPPORTED, f"NumPy has no dtype for TensorFlow {name}"
+def _to_numpy_check(t: Any) -> tuple[str, str] | None:
+    return _tensor_verdict(t, STEP_COPIES)  # numpy.asarray copies float8/int4 itself
 
 
 def _tf_to_numpy(t: Any) -> Any:
@@ -318,7 +300,7 @@ def _tf_to_numpy(t: Any) -> Any:
 def _to_numpy(t: Any) -> Any:
     """Any tensor to host NumPy: a read-only view on the CPU, a (writable) copy from a GPU
     or for float8/int4."""
-    verdict = _tf_np_check(t)
+    verdict = _to_numpy_check(t)
     if verdict is not None and verdict[0] == UNSUPPORTED:
         raise UnsupportedConversionError(verdict[1])
     if _device(t)[0] != "cpu":
@@ -350,7 +332,7 @@ def _to_device(arr: Any, index: int) -> Any:
 
 
 # For tensorflow <-> numpy itself these edges win over the generic DLPack edge (2.1), but a
-# path through NumPy (1 + 1.25) loses to one direct DLPack step (2.2, registry.DLPACK_COST)
+# path through NumPy (1 + 1.25) loses to one direct DLPack step (2.2, routing.DLPACK_COST)
 # between tensorflow and torch, JAX or paddle: one call, bfloat16 to JAX without a copy, and
 # no read-only NumPy view handed to torch. tests/test_tensorflow.py checks the routes.
 _HOP = 1.25
@@ -358,14 +340,14 @@ _HOP = 1.25
 
 def _edges() -> list[Edge]:
     return [
-        Edge("numpy", "tensorflow", "tf.experimental.dlpack.from_dlpack", _np_to_tf,
+        Edge("numpy", "tensorflow", "tf.experimental.dlpack.from_dlpack", fixed(_np_to_tf),
              check=_np_check, hazard=_mutable_source_hazard, cost=_HOP),
-        Edge("tensorflow", "numpy", "numpy.asarray (read-only view)", _tf_to_numpy,
-             check=_tf_np_check, cost=_HOP),
+        Edge("tensorflow", "numpy", "numpy.asarray (read-only view)", fixed(_tf_to_numpy),
+             check=_to_numpy_check, cost=_HOP),
     ]
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="tensorflow",
     aliases=("tf",),
     modules=("tensorflow",),
@@ -373,12 +355,13 @@ ADAPTER = Adapter(
     install='pip install tensorflow (or "interop[tensorflow]")',
     devices=("cpu", "cuda"),
     rules=RULES,
+    holds_read_only=True,
     is_value=_is_value,
     view=view,
     device=_device,
     to_numpy=_to_numpy,
     export_dlpack=_export,
-    dlpack_check=_dlpack_check,
+    export_check=export_check,
     from_dlpack=_from_dlpack,
     dlpack_call="tf.experimental.dlpack.from_dlpack",
     dlpack_hazard=_mutable_source_hazard,

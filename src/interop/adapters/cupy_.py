@@ -7,7 +7,7 @@ from typing import Any
 
 from ..protocols import cai
 from ..view import BufferView
-from .base import Adapter, ConsumerRules
+from .base import ArrayAdapter, ConsumerRules
 
 
 def _is_value(x: Any) -> bool:
@@ -46,7 +46,7 @@ def to_device(arr: Any, index: int) -> Any:
         return cupy.asarray(arr)
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="cupy",
     aliases=("cp",),
     modules=("cupy",),

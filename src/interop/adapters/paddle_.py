@@ -31,17 +31,18 @@ from ..errors import FrameworkMissingError, UnsupportedConversionError
 from ..protocols import dlpack
 from ..protocols.array_interface import view_of_numpy
 from ..view import BufferView
+from . import numpy_
 from .base import (
-    COPY_ROUTE,
+    NEEDS_COPY,
     UNSUPPORTED,
-    Adapter,
+    ArrayAdapter,
     ConsumerRules,
     Edge,
+    fixed,
     installed,
     readonly_source,
     view_obstacle,
 )
-from .numpy_ import _check as _numpy_check
 
 # paddle dtype name -> type string, for every dtype paddle exports and imports over DLPack.
 _TYPESTR = {
@@ -155,10 +156,10 @@ def _export(t: Any) -> Any:
     return _Producer(t)
 
 
-def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
+def export_check(t: Any) -> tuple[str, str] | None:
     if _name(t) not in _TYPESTR:
         return UNSUPPORTED, f"PaddlePaddle cannot export dtype {_name(t)} over DLPack"
-    return view_obstacle(view(t), rules)
+    return None
 
 
 def _from_dlpack(producer: Any) -> Any:
@@ -182,17 +183,17 @@ def _np_check(a: Any) -> tuple[str, str] | None:
         if why:
             return UNSUPPORTED, why
         if not a.flags.aligned:
-            return COPY_ROUTE, "the array is not aligned to its itemsize"
+            return NEEDS_COPY, "the array is not aligned to its itemsize"
         return view_obstacle(view_of_numpy(a), RULES)
-    return _numpy_check(a, RULES)
+    return numpy_.export_check(a) or view_obstacle(numpy_.view(a), RULES)
 
 
 def _np_to_paddle(a: Any) -> Any:
     paddle = _paddle()
     if a.dtype.type.__module__ == "ml_dtypes":  # bfloat16/float8: NumPy cannot export them
-        from .capsule import _to_capsule
+        from .capsule import to_capsule
 
-        return paddle.utils.dlpack.from_dlpack(_to_capsule(a))
+        return paddle.utils.dlpack.from_dlpack(to_capsule(a))
     return paddle.utils.dlpack.from_dlpack(a)
 
 
@@ -230,17 +231,17 @@ def _to_device(arr: Any, index: int) -> Any:
 
 
 # numpy -> paddle wins over the generic DLPack edge (2.1), but a path through NumPy
-# (1 + 1.25) loses to one direct DLPack step (2.2, registry.DLPACK_COST) from torch, JAX or
+# (1 + 1.25) loses to one direct DLPack step (2.2, routing.DLPACK_COST) from torch, JAX or
 # tensorflow. tests/test_paddle.py checks the routes.
 def _edges() -> list[Edge]:
     return [
-        Edge("numpy", "paddle", "paddle.utils.dlpack.from_dlpack", _np_to_paddle,
+        Edge("numpy", "paddle", "paddle.utils.dlpack.from_dlpack", fixed(_np_to_paddle),
              check=_np_check, hazard=_readonly_hazard, cost=1.25),
-        Edge("paddle", "dlpack", "Tensor.__dlpack__", _to_capsule),
+        Edge("paddle", "dlpack", "Tensor.__dlpack__", fixed(_to_capsule)),
     ]
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="paddle",
     aliases=("paddlepaddle",),
     modules=("paddle",),
@@ -253,7 +254,7 @@ ADAPTER = Adapter(
     device=_device,
     to_numpy=_to_numpy,
     export_dlpack=_export,
-    dlpack_check=_dlpack_check,
+    export_check=export_check,
     from_dlpack=_from_dlpack,
     dlpack_call="paddle.utils.dlpack.from_dlpack",
     dlpack_hazard=_readonly_hazard,

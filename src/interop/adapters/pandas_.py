@@ -9,18 +9,16 @@ from typing import Any
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
 from .base import (
-    COPIES,
     NULLS,
+    STEP_COPIES,
     UNSUPPORTED,
-    Adapter,
+    Accepts,
+    ArrayAdapter,
     Edge,
     NeedsCopy,
-    left_to_check,
     memo,
     module,
-    read_only_1d,
     series_check,
-    series_fast,
 )
 
 _NUMERIC = set("?bBhHiIlLqQefdFD")
@@ -54,8 +52,9 @@ def check(s: Any) -> tuple[str, str] | None:
     numpy_dt = getattr(dt, "numpy_dtype", None)
     if numpy_dt is None or numpy_dt.char not in _NUMERIC:
         return UNSUPPORTED, f"pandas Series {s.name!r} of dtype {dt} is not numeric"
-    return COPIES, (f"pandas extension dtype {dt} keeps its values in its own buffers (a mask, "
-                    "or Arrow's): interop copies them out, so no write reaches the Series")
+    return STEP_COPIES, (f"pandas extension dtype {dt} keeps its values in its own buffers "
+                         "(a mask, or Arrow's): interop copies them out, so no write reaches "
+                         "the Series")
 
 
 def _np() -> Any:
@@ -65,41 +64,39 @@ def _np() -> Any:
     return np
 
 
-def _to_numpy_view(s: Any) -> Any:
-    """The values as NumPy: a view for NumPy dtypes; the masked-dtype copy (``COPIES``) done
-    here; missing values or non-numeric data raised as ``NeedsCopy`` (an ``eafp`` edge)."""
-    dt = s.dtype
-    if _plain(dt):
-        return s.to_numpy()  # a read-only view under copy-on-write (.values is slower)
-    verdict = check(s)
-    if verdict is not None and verdict[0] != COPIES:
-        raise NeedsCopy(*verdict)
-    numpy_dt = getattr(dt, "numpy_dtype", None)
-    if numpy_dt is not None and not isinstance(dt, type(numpy_dt)):
-        # the plan says COPIES: pandas may hand out a view of a masked or Arrow-backed
-        # array's own values, and a write through the result would change the Series
-        return s.to_numpy(dtype=numpy_dt, copy=True)
-    return s.to_numpy()
-
-
-def _to_numpy_fast() -> Any:
-    """The ``copy=None`` step: ``Series.to_numpy()`` first, then the result tells. A read-only
-    view, of a plain numeric dtype, of a writable array is the copy-on-write view of
-    NumPy-backed values, which the checked step returns too; anything else (categorical,
-    masked, Arrow-backed, tz-aware, strings) goes to the checked plan. Its results are
-    read-only NumPy arrays."""
+def _to_numpy_converter() -> Any:
+    """``Series.to_numpy()``, which is the copy-on-write view of NumPy-backed values: a
+    read-only view, of a plain numeric dtype, of a writable array. Any other result
+    (categorical, masked, Arrow-backed, tz-aware, strings) goes to :func:`_values`."""
     np = _np()
     plain, ndarray = frozenset(np.dtype(c) for c in _NUMERIC), np.ndarray
 
-    def fast(s: Any) -> Any:
+    def convert(s: Any) -> Any:
         a = s.to_numpy()
         if not a.flags.writeable and a.dtype in plain:
             base = a.base  # NumPy-backed: a read-only view of pandas' own writable array
             if type(base) is ndarray and base.flags.writeable:
                 return a
-        raise left_to_check()
+        return _values(s)
 
-    return read_only_1d(fast)
+    return convert
+
+
+def _values(s: Any) -> Any:
+    """The values as NumPy: a view for NumPy dtypes; the masked-dtype copy (``STEP_COPIES``)
+    made here; missing values or non-numeric data ``NeedsCopy`` (the check names them)."""
+    dt = s.dtype
+    if _plain(dt):
+        return s.to_numpy()  # a read-only view under copy-on-write (.values is slower)
+    verdict = check(s)
+    if verdict is not None and verdict[0] != STEP_COPIES:
+        raise NeedsCopy(*verdict)
+    numpy_dt = getattr(dt, "numpy_dtype", None)
+    if numpy_dt is not None and not isinstance(dt, type(numpy_dt)):
+        # the plan says STEP_COPIES: pandas may hand out a view of a masked or Arrow-backed
+        # array's own values, and a write through the result would change the Series
+        return s.to_numpy(dtype=numpy_dt, copy=True)
+    return s.to_numpy()
 
 
 def to_numpy(s: Any) -> Any:
@@ -113,14 +110,14 @@ def to_numpy(s: Any) -> Any:
             if numpy_dt is None or numpy_dt.kind not in "fc":
                 raise NullsError(verdict[1])
             return s.to_numpy(dtype=numpy_dt, na_value=float("nan"))
-    return _to_numpy_view(s)
+    return _values(s)
 
 
 def view(s: Any) -> BufferView:
     """The :class:`BufferView` of the Series' NumPy values."""
     from ..protocols.array_interface import view_of_numpy
     try:
-        return view_of_numpy(_to_numpy_view(s))
+        return view_of_numpy(_values(s))
     except NeedsCopy as nc:  # NA or non-numeric: no NumPy view of the Series' own memory
         raise UnsupportedConversionError(f"pandas Series {s.name!r}: {nc.reason}") from None
 
@@ -134,24 +131,22 @@ def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
 _np_check = series_check("pandas Series", memo(_dtype_verdict))
 
 
-def _from_numpy(a: Any) -> Any:
-    return module("pandas").Series(a, copy=False)
-
-
-def _series_call() -> Any:
-    return partial(module("pandas").Series, copy=False)
+def _numeric_dtypes() -> frozenset[Any]:
+    np = _np()
+    return frozenset(np.dtype(c) for c in _NUMERIC)
 
 
 def _edges() -> list[Edge]:
     return [
-        Edge("pandas", "numpy", "Series.to_numpy()", _to_numpy_view, check=check, eafp=True,
-             fast=_to_numpy_fast),
-        Edge("numpy", "pandas", "pandas.Series(copy=False)", _from_numpy, check=_np_check,
-             fast=series_fast(_NUMERIC, _series_call, dense=False)),
+        Edge("pandas", "numpy", "Series.to_numpy()", _to_numpy_converter, check=check,
+             accepts=Accepts(lambda: (module("pandas").Series,))),
+        Edge("numpy", "pandas", "pandas.Series(copy=False)",
+             lambda: partial(module("pandas").Series, copy=False), check=_np_check,
+             accepts=Accepts(lambda: (_np().ndarray,), _numeric_dtypes, ndim=1)),
     ]
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="pandas",
     aliases=("pd", "series"),
     modules=("pandas",),

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import NullsError
 from ..protocols import cai
 from ..view import BufferView
-from .base import Adapter, ConsumerRules, module
+from .base import ArrayAdapter, ConsumerRules, module
 
 
 def _is_value(x: Any) -> bool:
@@ -44,7 +44,7 @@ def to_device(arr: Any, index: int) -> Any:
         return cudf.Series(arr, nan_as_null=False)  # NaN is a value, not a null
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="cudf",
     aliases=("cudf.series",),
     modules=("cudf",),

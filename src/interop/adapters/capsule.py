@@ -6,8 +6,7 @@ import sys
 from typing import Any
 
 from ..protocols import dlpack
-from . import torch_
-from .base import UNSUPPORTED, Adapter, ConsumerRules, Edge, view_obstacle
+from .base import ArrayAdapter, Edge, fixed
 
 
 def _is_value(x: Any) -> bool:
@@ -17,10 +16,6 @@ def _is_value(x: Any) -> bool:
 
 def _view(c: Any):
     return dlpack.inspect_capsule(c).view
-
-
-def _check(c: Any, rules: ConsumerRules) -> tuple[str, str] | None:
-    return view_obstacle(_view(c), rules)
 
 
 def _preview(c: Any) -> Any:
@@ -36,20 +31,11 @@ def _preview(c: Any) -> Any:
     return arr.view(dlpack.numpy_dtype(v.dtype))
 
 
-def _np_export_check(a: Any) -> tuple[str, str] | None:
-    if dlpack.typestr_of(a.dtype) not in dlpack._TO_DL:
-        return UNSUPPORTED, f"dtype {a.dtype} has no DLPack code"
-    why = dlpack.byte_order_obstacle(a.dtype)
-    if why:
-        return UNSUPPORTED, why
-    return None
-
-
-def _to_capsule(x: Any) -> Any:
+def to_capsule(x: Any) -> Any:
+    """A NumPy array as a DLPack capsule; bfloat16/float8 (ml_dtypes) with their own type
+    code (NumPy exports their bits as unsigned integers of the same width)."""
     np = sys.modules.get("numpy")
     if np is not None and isinstance(x, np.ndarray) and x.dtype.type.__module__ == "ml_dtypes":
-        # bfloat16/float8 (ml_dtypes): NumPy exports the bits as unsigned ints of the same
-        # width; the capsule is ours until handed out, so its dtype code is set here.
         code, bits, _ = dlpack.dtype_to_dl(dlpack.typestr_of(x.dtype))
         capsule = dlpack.export(x.view(dlpack.carrier_dtype(x.itemsize)))
         mt = dlpack._managed(capsule)[1]
@@ -59,18 +45,10 @@ def _to_capsule(x: Any) -> Any:
 
 
 def _edges() -> list[Edge]:
-    return [
-        Edge("dlpack", "numpy", "DLPack: interop capsule reader", dlpack.to_numpy, cost=1.0),
-        Edge("numpy", "dlpack", "ndarray.__dlpack__", _to_capsule, check=_np_export_check),
-        Edge("torch", "dlpack", "Tensor.__dlpack__",
-             lambda t: dlpack.export(t.detach() if t.requires_grad else t),
-             check=torch_.export_check),
-        # JAX's own __dlpack__ gives a legacy capsule, which cannot say its buffer is
-        # immutable: JAX goes through NumPy's read-only view, whose capsule is flagged.
-    ]
+    return [Edge("dlpack", "numpy", "DLPack: interop capsule reader", fixed(dlpack.to_numpy))]
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="dlpack",
     aliases=("capsule", "dltensor"),
     modules=("builtins",),
@@ -80,9 +58,8 @@ ADAPTER = Adapter(
     device=lambda c: _view(c).device,
     to_numpy=dlpack.to_numpy,
     export_dlpack=dlpack.CapsuleProducer,
-    dlpack_check=_check,
     exports_versioned_only=True,
-    per_value_kind=True,
+    per_value_owner=True,
     consumable=True,
     preview=_preview,
     edges=_edges,

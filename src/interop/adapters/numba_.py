@@ -7,7 +7,7 @@ from typing import Any
 
 from ..protocols import cai
 from ..view import BufferView
-from .base import Adapter
+from .base import ArrayAdapter
 
 
 def _is_value(x: Any) -> bool:
@@ -47,7 +47,7 @@ def to_device(arr: Any, index: int) -> Any:
         return cuda.to_device(arr)
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="numba",
     aliases=("numba.cuda", "devicendarray"),
     modules=("numba",),

@@ -10,13 +10,14 @@ from ..errors import UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView
 from .base import (
-    COPY_ROUTE,
+    C_CONTIGUOUS,
+    NEEDS_COPY,
     UNSUPPORTED,
-    Adapter,
+    Accepts,
+    ArrayAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
-    dtype_obstacle,
     itemsize_aligned,
     misaligned_complex,
     module,
@@ -94,36 +95,20 @@ def _dtype_obstacle(t: Any) -> str | None:
 
 def _lazy_bits(t: Any) -> tuple[str, str] | None:
     if t.is_conj() or t.is_neg():
-        return COPY_ROUTE, "the tensor carries a lazy conjugate/negative bit; resolving it copies"
+        return NEEDS_COPY, "the tensor carries a lazy conjugate/negative bit; resolving it copies"
     return None
 
 
 def export_check(t: Any) -> tuple[str, str] | None:
-    """Why ``Tensor.__dlpack__`` cannot hand ``t`` over as it is: a lazy conjugate or
-    negative bit (torch refuses the one and exports the other with its sign lost)."""
+    """Why ``Tensor.__dlpack__`` cannot hand ``t`` over as it is: no single dense buffer, a
+    dtype DLPack has no code for, or a lazy conjugate or negative bit (torch refuses the one
+    and exports the other with its sign lost)."""
     why = _layout_obstacle(t)
     if why:
         return UNSUPPORTED, why
+    if t.dtype not in _tables()[0]:
+        return UNSUPPORTED, f"torch dtype {t.dtype} has no DLPack type code"
     return _lazy_bits(t)
-
-
-def _dlpack_check(t: Any, rules: ConsumerRules) -> tuple[str, str] | None:
-    why = _layout_obstacle(t)
-    if why:
-        return UNSUPPORTED, why
-    lazy = _lazy_bits(t)
-    if lazy:
-        return lazy
-    verdict = dtype_obstacle(rules, _tables()[0].get(t.dtype, str(t.dtype)))
-    if verdict is not None:
-        return verdict
-    if rules.c_contiguous and not t.is_contiguous():
-        return COPY_ROUTE, (f"strides {t.stride()} are not compact row-major: {rules.name} "
-                            "needs compact row-major buffers")
-    if rules.alignment > 1 and t.numel() and t.data_ptr() % rules.alignment:
-        return COPY_ROUTE, (f"data pointer {t.data_ptr():#x} is not {rules.alignment}-byte "
-                            f"aligned: {rules.name} {rules.misaligned_why}")
-    return None
 
 
 def _from_dlpack(producer: Any) -> Any:
@@ -171,7 +156,7 @@ def _from_cai(obj: Any) -> Any:
 
 
 def _to_device(arr: Any, index: int) -> Any:
-    return _from_numpy(arr).to(f"cuda:{index}")
+    return _from_numpy_view(arr).to(f"cuda:{index}")
 
 
 def _readonly_hazard(x: Any) -> str | None:
@@ -181,9 +166,10 @@ def _readonly_hazard(x: Any) -> str | None:
     return None
 
 
-# ---- numpy <-> torch fast paths -----------------------------------------------------
+# ---- numpy <-> torch -----------------------------------------------------------------
 
-def _np_check(a: Any) -> tuple[str, str] | None:
+def from_numpy_check(a: Any) -> tuple[str, str] | None:
+    """Why ``torch.from_numpy`` cannot take NumPy array ``a`` as it is."""
     if a.dtype.type.__module__ == "ml_dtypes":  # bfloat16/float8: strides checked below
         ts = dlpack.typestr_of(a.dtype)
         if ts not in _tables()[1]:
@@ -191,47 +177,17 @@ def _np_check(a: Any) -> tuple[str, str] | None:
     elif a.dtype.char not in "?bBhHiIlLqQefdFD" or not a.dtype.isnative:
         return UNSUPPORTED, f"torch has no dtype {a.dtype} (byte order {a.dtype.byteorder!r})"
     if _complex_misaligned(a):
-        return COPY_ROUTE, misaligned_complex(a.ctypes.data, a.strides, a.itemsize, "torch")
+        return NEEDS_COPY, misaligned_complex(a.ctypes.data, a.strides, a.itemsize, "torch")
     flags = a.flags
     if flags.c_contiguous:  # misaligned too: torch takes it and its CPU kernels load unaligned
         return None
     for n, s in zip(a.shape, a.strides):
         if s < 0 and n > 1:
-            return COPY_ROUTE, (f"negative strides {a.strides}: torch has none (torch.from_dlpack "
-                                "aborts the interpreter on them)")
+            return NEEDS_COPY, (f"negative strides {a.strides}: torch has none "
+                                "(torch.from_dlpack aborts the interpreter on them)")
     if not flags.aligned:
-        return COPY_ROUTE, "the array is not aligned to its itemsize"
+        return NEEDS_COPY, "the array is not aligned to its itemsize"
     return None
-
-
-def _from_numpy_checked(a: Any) -> Any:
-    """``torch.from_numpy`` first (it validates dtype, byte order and strides itself, and
-    raises rather than crashes); only what it refuses goes through :func:`_np_check`."""
-    if a.flags.aligned and not _complex_misaligned(a):  # else the check decides
-        try:
-            return module("torch").from_numpy(a)
-        except (TypeError, ValueError):
-            pass
-    verdict = _np_check(a)
-    if verdict is not None:
-        raise NeedsCopy(*verdict)
-    return _from_numpy(a)
-
-
-def _from_numpy_fast(before: Any = None) -> Any:
-    from_numpy, ndarray = module("torch").from_numpy, module("numpy").ndarray
-
-    def fast(a: Any) -> Any:
-        if before is not None:
-            a = before(a)
-        if type(a) is ndarray and a.flags.aligned and a.dtype.char not in "FD":
-            try:
-                return from_numpy(a)
-            except (TypeError, ValueError):
-                pass
-        return _from_numpy_checked(a)
-
-    return fast
 
 
 def _complex_misaligned(a: Any) -> bool:
@@ -240,12 +196,24 @@ def _complex_misaligned(a: Any) -> bool:
         a.ctypes.data, a.shape, a.strides, a.itemsize)
 
 
-def _from_numpy(a: Any) -> Any:
+def _from_numpy_converter() -> Any:
+    from_numpy = module("torch").from_numpy
+
+    def convert(a: Any) -> Any:
+        try:
+            return from_numpy(a)
+        except (TypeError, ValueError):  # bfloat16/float8, or a negative stride it ignores
+            return _from_numpy_view(a)
+
+    return convert
+
+
+def _from_numpy_view(a: Any) -> Any:
+    """A tensor over an array ``torch.from_numpy`` refuses as it is: bfloat16/float8 through
+    their bits, negative strides on dimensions of extent <= 1 (never used) set to 0."""
     import torch
 
     if any(s < 0 for s in a.strides):
-        # only on dims of extent <= 1 or in empty arrays (the check sent the rest to a copy):
-        # the stride is never used, but torch.from_numpy refuses any negative stride
         import numpy as np
 
         strides = [0 if n <= 1 or not a.size else s for n, s in zip(a.shape, a.strides)]
@@ -256,12 +224,20 @@ def _from_numpy(a: Any) -> Any:
     return torch.from_numpy(a)
 
 
-def _tensor_check(t: Any) -> tuple[str, str] | None:
+def _plain_numpy_dtypes() -> frozenset[Any]:
+    """The NumPy dtypes ``torch.from_numpy`` takes as they are (complex ones need their
+    alignment checked, so the check decides them)."""
+    np = module("numpy")
+    return frozenset(np.dtype(c) for c in "?bBhHiIlLqQefd")
+
+
+def tensor_check(t: Any) -> tuple[str, str] | None:
+    """Why ``Tensor.numpy()`` cannot view ``t`` as it is."""
     why = _layout_obstacle(t)
     if why:
         return UNSUPPORTED, why
     if t.device.type != "cpu":
-        return COPY_ROUTE, f"the tensor lives on {t.device}; NumPy reads host memory"
+        return NEEDS_COPY, f"the tensor lives on {t.device}; NumPy reads host memory"
     lazy = _lazy_bits(t)
     if lazy:
         return lazy
@@ -269,38 +245,34 @@ def _tensor_check(t: Any) -> tuple[str, str] | None:
     return (UNSUPPORTED, why) if why else None
 
 
-def _to_numpy_view(t: Any) -> Any:
-    """The checked step: ``Tensor.numpy()`` where it works, else the verdict. A tensor that
-    requires grad, or whose dtype NumPy lacks, is not handed to ``numpy()`` first: torch's
-    refusal costs about 10 us."""
-    ts = _tables()[0].get(t.dtype)
-    if not t.requires_grad and ts is not None and not ts.startswith(("bfloat", "float8")):
+def _to_numpy_converter() -> Any:
+    """``Tensor.numpy()`` of the tensor (detached if it requires grad); bfloat16/float8 as
+    an ml_dtypes view of their bits; where torch refuses (GPU, lazy bits), ``NeedsCopy``."""
+    numpy = module("torch").Tensor.numpy
+    ml = frozenset(dt for dt, ts in _tables()[0].items() if ts.startswith(("bfloat", "float8")))
+
+    def convert(t: Any) -> Any:
+        if t.requires_grad:
+            t = t.detach()
+        if t.dtype in ml:
+            return _ml_numpy(t)
         try:
-            return t.numpy()
-        except (RuntimeError, TypeError):  # on a GPU, a lazy conjugate or negative bit
-            pass
-    verdict = _tensor_check(t)
+            return numpy(t)
+        except (RuntimeError, TypeError) as e:
+            raise NeedsCopy(NEEDS_COPY, f"Tensor.numpy() refuses it ({e})") from None
+
+    return convert
+
+
+def _ml_numpy(t: Any) -> Any:
+    """A CPU bfloat16/float8 tensor as a NumPy (ml_dtypes) view of its bits."""
+    verdict = tensor_check(t)
     if verdict is not None:
         raise NeedsCopy(*verdict)
-    t = t.detach()
-    if ts.startswith(("bfloat", "float8")):
-        import torch
+    import torch
 
-        bits = torch.int16 if t.element_size() == 2 else torch.uint8
-        return t.view(bits).numpy().view(dlpack.numpy_dtype(ts))
-    return t.numpy()
-
-
-def _to_numpy_fast() -> Any:
-    """The ``copy=None`` step: ``Tensor.numpy()``, of the detached tensor if it requires
-    grad; torch refuses the rest (GPU, lazy bits, dtypes NumPy lacks) and the checked step
-    decides (to JAX, ``jax_._torch_to_jax_fast`` does the same in its own step)."""
-    numpy = module("torch").Tensor.numpy
-
-    def fast(t: Any) -> Any:
-        return numpy(t.detach() if t.requires_grad else t)
-
-    return fast
+    bits = torch.int16 if t.element_size() == 2 else torch.uint8
+    return t.view(bits).numpy().view(dlpack.numpy_dtype(_tables()[0][t.dtype]))
 
 
 def _to_numpy(t: Any) -> Any:
@@ -312,9 +284,9 @@ def _to_numpy(t: Any) -> Any:
         raise UnsupportedConversionError(why)
     t = t.detach()
     if t.device.type != "cpu":
-        return _to_numpy_view(t.resolve_conj().resolve_neg().cpu())
+        return _to_numpy_converter()(t.resolve_conj().resolve_neg().cpu())
     if not (t.is_conj() or t.is_neg()):
-        return _to_numpy_view(t)
+        return _to_numpy_converter()(t)
     np = module("numpy")
     arr = _raw_numpy(t)
     if t.is_conj():
@@ -344,7 +316,7 @@ def _raw_numpy(t: Any) -> Any:
     return raw if base == dt else raw.view(dt)
 
 
-def _grad_hazard(t: Any) -> str | None:
+def grad_hazard(t: Any) -> str | None:
     if getattr(t, "requires_grad", False):
         return "the tensor requires grad: the result shares its memory but not its autograd graph"
     return None
@@ -352,14 +324,16 @@ def _grad_hazard(t: Any) -> str | None:
 
 def _edges() -> list[Edge]:
     return [
-        Edge("numpy", "torch", "torch.from_numpy", _from_numpy_checked, check=_np_check,
-             hazard=_readonly_hazard, eafp=True, fast=_from_numpy_fast),
-        Edge("torch", "numpy", "Tensor.numpy()", _to_numpy_view, check=_tensor_check,
-             hazard=_grad_hazard, eafp=True, fast=_to_numpy_fast),
+        Edge("numpy", "torch", "torch.from_numpy", _from_numpy_converter,
+             check=from_numpy_check, hazard=_readonly_hazard,
+             accepts=Accepts(lambda: (module("numpy").ndarray,), _plain_numpy_dtypes,
+                             flags=C_CONTIGUOUS)),
+        Edge("torch", "numpy", "Tensor.numpy()", _to_numpy_converter, check=tensor_check,
+             hazard=grad_hazard, accepts=Accepts(lambda: (module("torch").Tensor,))),
     ]
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="torch",
     aliases=("pytorch", "pt"),
     modules=("torch",),
@@ -376,7 +350,7 @@ ADAPTER = Adapter(
     device=_device,
     to_numpy=_to_numpy,
     export_dlpack=_export,
-    dlpack_check=_dlpack_check,
+    export_check=export_check,
     from_dlpack=_from_dlpack,
     dlpack_call="torch.from_dlpack",
     dlpack_hazard=_readonly_hazard,

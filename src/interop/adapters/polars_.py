@@ -9,19 +9,18 @@ from typing import Any
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
 from .base import (
-    COPIES,
-    COPY_ROUTE,
+    NEEDS_COPY,
     NULLS,
+    STEP_COPIES,
     UNSUPPORTED,
-    Adapter,
+    Accepts,
+    ArrayAdapter,
     Edge,
     NeedsCopy,
     memo,
     memo_by,
     module,
-    read_only_1d,
     series_check,
-    series_fast,
 )
 
 _POLARS_NUMERIC = set("bBhHiIlLqQefd")
@@ -76,33 +75,25 @@ def check(s: Any) -> tuple[str, str] | None:
         return NULLS, (f"polars Series {s.name!r} holds {nulls} nulls: fill them first "
                        "(s.fill_null(value)) or pass copy=True (floating types get NaN)")
     if s.n_chunks() > 1:
-        return COPY_ROUTE, (f"polars Series {s.name!r} is split into {s.n_chunks()} chunks; "
+        return NEEDS_COPY, (f"polars Series {s.name!r} is split into {s.n_chunks()} chunks; "
                             "joining them copies (s.rechunk())")
     if k == "b":
-        return COPIES, "Arrow (and polars) pack booleans into bits; unpacking them copies"
+        return STEP_COPIES, "Arrow (and polars) pack booleans into bits; unpacking them copies"
     if k == "c":
-        return COPIES, "polars Date counts days in 32 bits; NumPy's datetime64[D] is a copy"
+        return STEP_COPIES, "polars Date counts days in 32 bits; NumPy's datetime64[D] is a copy"
     return None
 
 
 def _to_numpy_view(s: Any) -> Any:
-    """Zero-copy when polars allows; a bool/date copy (``COPIES``) done here; any other
-    obstacle raised as ``NeedsCopy`` for the registry (this edge is ``eafp``)."""
+    """``Series.to_numpy(allow_copy=False)``; booleans unpacked and dates converted (a
+    ``STEP_COPIES`` verdict); where polars would copy, ``NeedsCopy``."""
     try:
         return s.to_numpy(allow_copy=False)
-    except Exception as e:  # polars raises when the view would need a copy
-        err = e
-    verdict = check(s)
-    if verdict is not None and verdict[0] == COPIES:
-        return s.to_numpy()
-    raise NeedsCopy(*(verdict or (COPY_ROUTE, f"polars Series {s.name!r}: no NumPy view "
-                                              f"without a copy ({err})")))
-
-
-def _to_numpy_fast() -> Any:
-    """The ``copy=None`` step: ``Series.to_numpy(allow_copy=False)``, which raises where it
-    would copy (the checked step then decides). Its results are read-only NumPy views."""
-    return read_only_1d(partial(module("polars").Series.to_numpy, allow_copy=False))
+    except RuntimeError as e:  # polars says the view would need a copy
+        if _kind(s.dtype) in "bc":
+            return s.to_numpy()
+        raise NeedsCopy(NEEDS_COPY, f"polars Series {s.name!r}: no NumPy view without a copy "
+                                    f"({e})") from None
 
 
 def to_numpy(s: Any) -> Any:
@@ -130,34 +121,33 @@ def view(s: Any) -> BufferView:
 
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
     if dt.char == "?":
-        return COPIES, "polars packs booleans into bits; packing them copies"
+        return STEP_COPIES, "polars packs booleans into bits; packing them copies"
     if dt.char not in _POLARS_NUMERIC or not dt.isnative:
         return UNSUPPORTED, f"polars has no numeric dtype for {dt}"
     return None
 
 
-_np_check = series_check("polars Series", memo(_dtype_verdict),
-                         dense=("polars", "polars.Series copies it"))
+_np_check = series_check("polars Series", memo(_dtype_verdict), strided="polars.Series",
+                         misaligned=(STEP_COPIES, "polars.Series copies it"))
 
 
-def _from_numpy(a: Any) -> Any:
-    return module("polars").Series(values=a)
-
-
-def _series_call() -> Any:
-    return partial(module("polars").Series, None)  # Series(name=None, values=a)
+def _polars_dtypes() -> frozenset[Any]:
+    np = module("numpy")
+    return frozenset(np.dtype(c) for c in _POLARS_NUMERIC)
 
 
 def _edges() -> list[Edge]:
     return [
-        Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", _to_numpy_view,
-             check=check, eafp=True, fast=_to_numpy_fast),
-        Edge("numpy", "polars", "polars.Series", _from_numpy, check=_np_check,
-             fast=series_fast(_POLARS_NUMERIC, _series_call, dense=True)),
+        Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", lambda: _to_numpy_view,
+             check=check, accepts=Accepts(lambda: (module("polars").Series,))),
+        Edge("numpy", "polars", "polars.Series",
+             lambda: partial(module("polars").Series, None),  # Series(name=None, values=a)
+             check=_np_check, accepts=Accepts(lambda: (module("numpy").ndarray,),
+                                              _polars_dtypes, ndim=1)),
     ]
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="polars",
     aliases=("pl",),
     modules=("polars",),

@@ -8,21 +8,20 @@ from typing import Any
 from ..errors import NullsError
 from ..view import BufferView
 from .base import (
+    ALIGNED,
     ARROW_TYPE_ID,
-    COPIES,
-    COPY_ROUTE,
+    NEEDS_COPY,
     NULLS,
+    STEP_COPIES,
     UNSUPPORTED,
-    Adapter,
+    Accepts,
+    ArrayAdapter,
     Edge,
     NeedsCopy,
-    left_to_check,
     memo,
     memo_by,
     module,
-    read_only_1d,
     series_check,
-    series_fast,
 )
 
 # NumPy type strings pyarrow stores as plain fixed-width buffers.
@@ -51,7 +50,8 @@ def _kind_of(t: Any) -> str:
 _kind = memo_by(ARROW_TYPE_ID, _kind_of)
 
 
-def _chunk(x: Any) -> Any:
+def single_chunk(x: Any) -> Any:
+    """A ChunkedArray of one chunk as that chunk; any other value as it is."""
     return x.chunk(0) if type(x).__name__ == "ChunkedArray" and x.num_chunks == 1 else x
 
 
@@ -66,43 +66,36 @@ def check(x: Any) -> tuple[str, str] | None:
                        "represent: fill them first (x.fill_null(value)) or pass copy=True "
                        "(floating types get NaN)")
     if type(x).__name__ == "ChunkedArray" and x.num_chunks != 1:
-        return COPY_ROUTE, f"{describe(x)} is split into {x.num_chunks} chunks; joining them copies"
+        return NEEDS_COPY, (f"{describe(x)} is split into {x.num_chunks} chunks; joining them "
+                            "copies")
     if k == "b":
-        return COPIES, "Arrow packs booleans into bits; unpacking them to bytes copies"
+        return STEP_COPIES, "Arrow packs booleans into bits; unpacking them to bytes copies"
     if k == "c":
-        return COPIES, (f"Arrow {x.type} counts days or milliseconds in its own width; NumPy's "
-                        "datetime64 needs a converted copy")
+        return STEP_COPIES, (f"Arrow {x.type} counts days or milliseconds in its own width; "
+                             "NumPy's datetime64 needs a converted copy")
     return None
 
 
 def _to_numpy_view(x: Any) -> Any:
-    """Zero-copy when Arrow allows; a bool/date copy (``COPIES``) done here; any other
-    obstacle raised as ``NeedsCopy`` for the registry (this edge is ``eafp``)."""
+    """The NumPy view of ``x`` (of a ChunkedArray's one chunk); booleans unpacked and dates
+    converted (a ``STEP_COPIES`` verdict); where Arrow would copy, ``NeedsCopy``."""
+    x = single_chunk(x)
     try:
-        return _chunk(x).to_numpy(zero_copy_only=True)
-    except Exception as e:  # ArrowInvalid, ValueError: Arrow says it would have to copy
-        err = e
-    verdict = check(x)
-    if verdict is not None and verdict[0] == COPIES:
-        return _chunk(x).to_numpy(zero_copy_only=False)
-    raise NeedsCopy(*(verdict or (COPY_ROUTE, f"{describe(x)}: Arrow cannot give a NumPy view "
-                                              f"without copying ({err})")))
-
-
-def _to_numpy_fast() -> Any:
-    """The fast step: the NumPy view of an Array, or of a ChunkedArray's one chunk (a table
-    column); Arrow raises where it would copy, and the checked plan decides. Its results
-    are read-only 1-D NumPy arrays."""
-    chunked = module("pyarrow").ChunkedArray
-
-    def fast(x: Any) -> Any:
-        if type(x) is chunked:
-            if x.num_chunks != 1:
-                raise left_to_check()
-            x = x.chunk(0)
         return x.to_numpy(zero_copy_only=True)
+    except (ValueError, TypeError, NotImplementedError) as e:  # Arrow would have to copy
+        if _kind(x.type) in "bc":
+            return x.to_numpy(zero_copy_only=False)
+        raise NeedsCopy(NEEDS_COPY, f"{describe(x)}: Arrow cannot give a NumPy view without "
+                                    f"copying ({e})") from None
 
-    return read_only_1d(fast)
+
+def numeric_array_types() -> tuple[type, ...]:
+    """The Arrow array classes a NumPy view exists for (numbers, timestamps, durations)."""
+    lib = module("pyarrow").lib
+    return tuple(getattr(lib, n) for n in (
+        "Int8Array", "Int16Array", "Int32Array", "Int64Array", "UInt8Array", "UInt16Array",
+        "UInt32Array", "UInt64Array", "HalfFloatArray", "FloatArray", "DoubleArray",
+        "TimestampArray", "DurationArray", "ChunkedArray") if hasattr(lib, n))
 
 
 def to_numpy(x: Any) -> Any:
@@ -137,32 +130,33 @@ def view(x: Any) -> BufferView:
 
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
     if dt.char == "?":
-        return COPIES, "Arrow packs booleans into bits; packing them copies"
+        return STEP_COPIES, "Arrow packs booleans into bits; packing them copies"
     if dt.char not in _ARROW_NUMERIC and dt.kind not in "mM" or not dt.isnative:
         return UNSUPPORTED, f"Arrow has no type for dtype {dt}"
     return None
 
 
-_np_check = series_check("pyarrow Array", memo(_dtype_verdict),
-                         dense=("Arrow", "pyarrow.array would wrap it as it is, and Arrow "
-                                "buffers are aligned"))
+_np_check = series_check("pyarrow Array", memo(_dtype_verdict), strided="pyarrow.array",
+                         misaligned=(NEEDS_COPY, "pyarrow.array would wrap it as it is, and "
+                                     "Arrow buffers are aligned"))
 
 
-def _from_numpy(a: Any) -> Any:
-    return module("pyarrow").array(a)
+def _arrow_dtypes() -> frozenset[Any]:
+    np = module("numpy")
+    return frozenset(np.dtype(c) for c in _ARROW_NUMERIC)
 
 
 def _edges() -> list[Edge]:
     return [
-        Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", _to_numpy_view,
-             check=check, eafp=True,
-             fast=_to_numpy_fast),
-        Edge("numpy", "pyarrow", "pyarrow.array", _from_numpy, check=_np_check,
-             fast=series_fast(_ARROW_NUMERIC, lambda: module("pyarrow").array, dense=True)),
+        Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", lambda: _to_numpy_view,
+             check=check, accepts=Accepts(numeric_array_types)),
+        Edge("numpy", "pyarrow", "pyarrow.array", lambda: module("pyarrow").array,
+             check=_np_check, accepts=Accepts(lambda: (module("numpy").ndarray,),
+                                              _arrow_dtypes, flags=ALIGNED, ndim=1)),
     ]
 
 
-ADAPTER = Adapter(
+ADAPTER = ArrayAdapter(
     name="pyarrow",
     aliases=("arrow", "pa"),
     modules=("pyarrow",),

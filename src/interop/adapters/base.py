@@ -1,0 +1,247 @@
+"""What a framework module declares: an :class:`ArrayAdapter` (its values, what it exports
+and imports, its own edges) or, for tables, a :class:`TableAdapter`.
+
+The names a framework module needs (verdicts, rules, edges) are importable from here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import field, replace
+from typing import TYPE_CHECKING, Any
+
+from ..memo import ARROW_TYPE_ID, memo, memo_by  # noqa: F401 - for the adapters
+from ..protocols import dlpack
+from ..record import record
+from ..view import BufferView
+from .edge import ALIGNED, C_CONTIGUOUS, WRITEABLE, Accepts, Edge, fixed  # noqa: F401
+from .rules import (  # noqa: F401 - for the adapters
+    ConsumerRules,
+    dtype_obstacle,
+    itemsize_aligned,
+    misaligned_complex,
+    view_obstacle,
+)
+from .verdicts import NEEDS_COPY, NULLS, STEP_COPIES, UNSUPPORTED, Check, NeedsCopy  # noqa: F401
+
+if TYPE_CHECKING:
+    from ..plan import Plan
+
+
+def _never(x: Any) -> bool:
+    return False
+
+
+def _host(x: Any) -> tuple[str, int]:
+    return "cpu", 0
+
+
+def _no_gpu() -> bool:
+    return False
+
+
+def _no_edges() -> list[Edge]:
+    return []
+
+
+@record
+class ArrayAdapter:
+    """A framework of arrays as the registry sees it.
+
+    ``modules`` are the top-level module names of its value types; detection reads
+    ``type(x).__module__`` and ``sys.modules`` and never imports the framework.
+    """
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    package: str = ""
+    devices: tuple[str, ...] = ("cpu",)
+    target: bool = True
+    """Values can be converted to it; ``False`` for a source only (a bare DLPack or CUDA
+    Array Interface producer, a buffer-protocol object)."""
+    rules: ConsumerRules | None = None
+    install: str = ""
+    """How a user installs it (``pip install ...``); empty: its own ``interop[<name>]`` extra."""
+    gpu_rules: ConsumerRules | None = None
+    """What it needs to import a device buffer (DLPack or CUDA Array Interface) without
+    copying or crashing; ``None``: it takes any layout there."""
+    holds_read_only: bool = False
+    """Its arrays can be read-only or immutable, so a read-only source stays read-only."""
+    is_value: Callable[[Any], bool] = field(default=_never)
+    view: Callable[[Any], BufferView] | None = None
+    """The :class:`BufferView` of a value: the currency every consumer rule is judged on."""
+    chunks: Callable[[Any], list[Any] | None] | None = None
+    """The parts of a value held in several buffers (each a value with a view); ``None``
+    from it when the value is one buffer."""
+    device: Callable[[Any], tuple[str, int]] = field(default=_host)
+    to_numpy: Callable[[Any], Any] | None = None
+    """Any value to a host NumPy array, copying if it must (the copy route's first half)."""
+    export_dlpack: Callable[[Any], Any] | None = None
+    """A value to an object with ``__dlpack__``, or ``None`` when it exports no DLPack."""
+    export_check: Check | None = None
+    """Why a value cannot be exported as it is, whatever the consumer (a lazy conjugate bit,
+    a sparse layout, a dtype DLPack has no code for); its view is judged after this."""
+    from_dlpack: Callable[[Any], Any] | None = None
+    dlpack_call: str = ""
+    """The consumer call named in plans, e.g. ``"torch.from_dlpack"``."""
+    dlpack_hazard: Callable[[Any], str | None] | None = None
+    exports_versioned_only: bool = False
+    hub: bool = False
+    """Paths through this framework win ties (NumPy on the host, CuPy on a GPU)."""
+    per_value_owner: bool = False
+    """Values of one type may belong to this adapter or not (raw capsules): no type cache."""
+    consumable: bool = False
+    """Converting a value uses it up (a capsule); ``preview`` gives a NumPy view to inspect."""
+    refuse: Callable[[Any], str | None] | None = None
+    """Why a value of this type goes to no other framework, whatever the route (a NumPy
+    masked array would lose its mask); ``None``: it may. Judged before any plan."""
+    preview: Callable[[Any], Any] | None = None
+    export_cai: Callable[[Any], Any] | None = None
+    """A device value to an object with ``__cuda_array_interface__`` (GPU only)."""
+    from_cai: Callable[[Any], Any] | None = None
+    """Wrap a CUDA Array Interface producer without copying (GPU only)."""
+    to_device: Callable[[Any, int], Any] | None = None
+    """A host NumPy array copied onto CUDA device ``index`` as this framework's value."""
+    gpu_present: Callable[[], bool] = field(default=_no_gpu)
+    """Whether this framework can see a GPU now (if not, its values are all on the host)."""
+    edges: Callable[[], list[Edge]] = field(default=_no_edges)
+    """Its own edges (to and from NumPy, mostly), besides the DLPack and CAI ones the
+    registry makes from the capabilities above."""
+
+    def missing(self) -> str | None:
+        """Why its package cannot be imported here, with the fix; ``None`` when it can."""
+        return missing(self.name, self.package, self.install)
+
+    def owns(self, x: Any) -> bool:
+        return owns(self.modules, self.is_value, x)
+
+
+Adapter = ArrayAdapter
+"""The name :func:`interop.register_framework` documents."""
+
+
+@record
+class TableAdapter:
+    """A kind of table (pyarrow ``Table``, a DataFrame, a dict of arrays): recognised like a
+    framework, converted column by column through the registry it is given."""
+
+    name: str
+    modules: tuple[str, ...] = ()
+    package: str = ""
+    devices: tuple[str, ...] = ("cpu",)
+    is_value: Callable[[Any], bool] = field(default=_never)
+    convert: Callable[..., Any] | None = None
+    """``(registry, x, target, copy=, device=, **options)`` -> the converted table."""
+    explain: Callable[..., Plan] | None = None
+    """``(registry, x, target, copy=, **options)`` -> its :class:`~interop.plan.Plan`."""
+    aliases: tuple[str, ...] = ()
+    install: str = ""
+    target: bool = False
+    """Tables are sources; their targets are the array frameworks (and table frameworks)."""
+    per_value_owner: bool = False
+
+    def missing(self) -> str | None:
+        return missing(self.name, self.package, self.install)
+
+    def owns(self, x: Any) -> bool:
+        return owns(self.modules, self.is_value, x)
+
+
+def owns(modules: tuple[str, ...], is_value: Callable[[Any], bool], x: Any) -> bool:
+    """Whether ``x`` is a value of the framework of ``modules`` (no modules: any value
+    ``is_value`` takes), importing nothing."""
+    if not modules:
+        return is_value(x)
+    return type(x).__module__.partition(".")[0] in modules and is_value(x)
+
+
+def missing(name: str, package: str, install: str) -> str | None:
+    """Why ``package`` cannot be imported here, with the fix; ``None`` when it can."""
+    if installed(package):
+        return None
+    fix = install or f'pip install "interop[{name}]"'
+    return f"{name} is not installed: {fix} (no module {package!r} here)"
+
+
+def installed(package: str) -> bool:
+    """Whether ``package`` can be imported here (imported already, or found), importing
+    nothing; ``False`` for a package set to ``None`` in ``sys.modules`` (imports refused)."""
+    if sys.modules.get(package) is not None:
+        return True
+    if package in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def module(name: str) -> Any:
+    """The framework module ``name``, imported on first use (later calls: a dict lookup)."""
+    m = sys.modules.get(name)
+    return m if m is not None else importlib.import_module(name)
+
+
+def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | None],
+                 strided: str | None = None,
+                 misaligned: tuple[str, str] | None = None) -> Check:
+    """The check for a 1-D NumPy array becoming a ``what`` (an Arrow-like column).
+
+    ``dtype_verdict``: the dtype's verdict (``None``, ``STEP_COPIES`` for bit-packed booleans,
+    ``UNSUPPORTED``). ``strided``: for a target whose call copies a strided array into a
+    dense buffer itself (``STEP_COPIES``), whose call it is. ``misaligned``: the verdict on
+    an array not aligned to its itemsize, and what the call does with it.
+    """
+    def check(a: Any) -> tuple[str, str] | None:
+        if a.ndim != 1:
+            return UNSUPPORTED, (f"a {what} is one-dimensional; the array has shape {a.shape} "
+                                 "(reshape it, or convert a table column by column)")
+        v = dtype_verdict(a.dtype)
+        if v is not None:
+            return v
+        flags = a.flags
+        if misaligned and not flags.aligned:
+            return misaligned[0], f"the array is not aligned to its itemsize: {misaligned[1]}"
+        if strided and (not flags.c_contiguous or (a.size and a.strides[0] != a.itemsize)):
+            return STEP_COPIES, (f"strides {a.strides} are not contiguous: {strided} copies "
+                                 "them into a dense buffer")
+        return None
+
+    return check
+
+
+def handover_check(source: ArrayAdapter, rules: ConsumerRules | None,
+                   immutable_target: bool = False) -> Check | None:
+    """The check before a buffer of ``source`` reaches a consumer with ``rules`` (``None``: it
+    takes any layout): the source's own export check, then its buffer view judged against
+    the rules (:func:`view_obstacle`). Between two frameworks of immutable arrays (JAX,
+    TensorFlow) a legacy capsule's missing read-only flag loses nothing."""
+    if rules is None:
+        return None
+    if immutable_target and source.holds_read_only and not rules.versioned:
+        rules = replace(rules, versioned=True)
+    export_check, view = source.export_check, source.view
+    if view is None:
+        raise TypeError(f"{source.name} has no buffer view to check hand-overs with")
+    if export_check is None:
+        return lambda x: view_obstacle(view(x), rules)
+    return lambda x: export_check(x) or view_obstacle(view(x), rules)
+
+
+def readonly_source(x: Any) -> bool:
+    """Whether ``x`` is memory its owner treats as read-only or immutable: a read-only NumPy
+    array, a JAX or TensorFlow array, or a DLPack 1.x capsule flagged read-only."""
+    np = sys.modules.get("numpy")
+    if (np is not None and isinstance(x, np.ndarray) and not x.flags.writeable) or (
+            type(x).__module__.startswith(("jax", "jaxlib", "tensorflow"))):
+        return True
+    if dlpack.is_capsule(x):
+        try:
+            return dlpack.inspect_capsule(x).view.readonly
+        except Exception:  # a consumed or foreign capsule: the conversion reports it
+            return False
+    return False

@@ -1,0 +1,247 @@
+"""JAX: DLPack in and out; ``numpy.asarray`` for the zero-copy view back to NumPy.
+
+On the CPU, XLA imports a DLPack buffer without copying only when it is compact
+row-major and 64-byte aligned (it copies any other buffer itself), and only from legacy
+capsules. With 64-bit types disabled (JAX's default) it narrows float64/int64 silently:
+interop narrows as JAX would, in its copy route, and says so with a ``NarrowingWarning``
+(:func:`narrows` decides, for every path into JAX).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import Any
+
+from ..protocols import dlpack
+from ..view import BufferView, c_strides
+from . import numpy_
+from .base import (
+    C_CONTIGUOUS,
+    NEEDS_COPY,
+    STEP_COPIES,
+    Accepts,
+    ArrayAdapter,
+    ConsumerRules,
+    Edge,
+    memo,
+    module,
+    view_obstacle,
+)
+
+_WIDE = {"<i8": "int64", "<u8": "uint64", "<f8": "float64", "<c16": "complex128"}
+_NARROWED = {"<i8": ("<i4", "int32"), "<u8": ("<u4", "uint32"), "<f8": ("<f4", "float32"),
+             "<c16": ("<c8", "complex64")}
+ML = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3",
+                "float8_e8m0fnu"})
+"""The ml_dtypes types JAX holds (NumPy cannot export them over DLPack)."""
+KEPT = frozenset(numpy_.DLPACK_DTYPES - set(_WIDE)) | ML
+"""The dtype strings JAX holds as they are, whatever ``jax_enable_x64`` says."""
+
+
+def _x64() -> bool:
+    jax = sys.modules.get("jax")
+    return bool(jax is not None and jax.config.jax_enable_x64)
+
+
+def _accepts(ts: str) -> str | None:
+    return None if ts in KEPT or ts in _WIDE else f"JAX has no dtype {ts}"
+
+
+def narrows(ts: str) -> tuple[str, str] | None:
+    """What JAX with 64-bit types off (its default) holds a 64-bit dtype as, and why: the one
+    place that decides narrowing, on every path into JAX."""
+    narrow = _NARROWED.get(ts)
+    if narrow is None or _x64():
+        return None
+    return narrow[0], (
+        f"JAX has 64-bit types disabled (jax_enable_x64 is off, its default), so {_WIDE[ts]} "
+        f"is narrowed to {narrow[1]} with a copy, as JAX itself would do; to keep 64 bits, "
+        "call jax.config.update('jax_enable_x64', True) before converting")
+
+
+RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=64, versioned=False,
+                      accepts=_accepts, narrows=narrows, name="JAX on the CPU",
+                      misaligned=STEP_COPIES,
+                      misaligned_why="copies it (XLA aliases 64-byte aligned buffers only)")
+GPU_RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=16,
+                          accepts=_accepts, narrows=narrows, name="JAX on a GPU",
+                          misaligned_why="refuses it when it runs (XLA's GPU entry parameters "
+                          "must be 16-byte aligned)")
+# From NumPy, a read-only array goes to jax.device_put, which aliases it: JAX never writes
+# to its buffers, so the legacy capsule's missing read-only flag does not matter there.
+_FROM_NUMPY = replace(RULES, versioned=True)
+
+
+def _is_value(x: Any) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.Array)
+
+
+def _device(x: Any) -> tuple[str, int]:
+    dev = next(iter(x.devices()))
+    kind = "cuda" if dev.platform == "gpu" else dev.platform
+    return kind, dev.id
+
+
+def view(x: Any) -> BufferView:
+    """The :class:`BufferView` of a single-device JAX array."""
+    dtype = x.dtype
+    ts = dlpack.typestr_of(dtype)
+    return BufferView(x.unsafe_buffer_pointer(), tuple(x.shape),
+                      c_strides(tuple(x.shape), dtype.itemsize), dtype.itemsize, ts,
+                      _device(x), True, x)
+
+
+def _array_types() -> tuple[type, ...]:
+    """JAX's concrete array class (``jax.Array`` is abstract)."""
+    return tuple(c for c in module("jax").Array.__subclasses__() if c.__name__ == "ArrayImpl")
+
+
+def _from_dlpack(producer: Any) -> Any:
+    import jax
+
+    return jax.dlpack.from_dlpack(producer)
+
+
+def export_check(x: Any) -> tuple[str, str] | None:
+    """Why ``jax.Array.__dlpack__`` cannot hand ``x`` over: an empty array on a GPU."""
+    if x.size == 0 and _device(x)[0] != "cpu":
+        return NEEDS_COPY, ("an empty JAX array on a GPU exports no buffer DLPack consumers "
+                            "accept (BufferError: Unsupported device in DLTensor): a new empty "
+                            "array is made instead")
+    return None
+
+
+IMMUTABLE = ("JAX treats arrays as immutable, but the source stays writable: writing to it "
+             "changes the JAX array behind XLA's back")
+
+
+def _immutable_hazard(x: Any) -> str | None:
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, np.ndarray) and x.flags.writeable:
+        return IMMUTABLE
+    return None
+
+
+def host() -> Any:
+    """Where host arrays go: JAX's default device, unless a GPU backend is the default."""
+    jax = module("jax")
+    return None if jax.default_backend() == "cpu" else jax.devices("cpu")[0]
+
+
+# ---- numpy <-> JAX ----------------------------------------------------------------------
+
+def from_numpy_check(a: Any) -> tuple[str, str] | None:
+    """Why JAX cannot take NumPy array ``a`` as it is (bfloat16/float8 go by
+    ``jax.device_put``, every other dtype over NumPy's DLPack export)."""
+    if dlpack.typestr_of(a.dtype) not in ML:
+        verdict = numpy_.export_check(a)
+        if verdict is not None:
+            return verdict
+    return view_obstacle(numpy_.view(a), _FROM_NUMPY)
+
+
+def _numpy_dtypes(kept: frozenset[str]) -> frozenset[Any]:
+    """The NumPy dtypes (ml_dtypes' ones too, where installed) of the dtype strings ``kept``."""
+    np = module("numpy")
+    out = {np.dtype(c) for c in np.typecodes["All"] if c not in "OSUVMm"}
+    ml_dtypes = sys.modules.get("ml_dtypes")  # JAX imports it
+    out.update(np.dtype(getattr(ml_dtypes, n)) for n in ML if hasattr(ml_dtypes, n))
+    return frozenset(dt for dt in out if dt.isnative and dlpack.typestr_of(dt) in kept)
+
+
+def _from_numpy_converter() -> Any:
+    """``jax.dlpack.from_dlpack`` of a writable array; ``jax.device_put(may_alias=True)`` of
+    a read-only one (NumPy will not export it as the legacy DLPack XLA asks for) and of
+    bfloat16/float8 (NumPy cannot export them at all). Either aliases a compact 64-byte
+    aligned buffer and copies any other."""
+    jax = module("jax")
+    from_dlpack, device_put, cpu = jax.dlpack.from_dlpack, jax.device_put, host()
+    ml = _numpy_dtypes(ML)
+
+    def convert(a: Any) -> Any:
+        if a.flags.writeable and a.dtype not in ml:
+            return from_dlpack(a)
+        return device_put(a, cpu, may_alias=True)
+
+    return convert
+
+
+def _numpy_accepts() -> frozenset[Any]:
+    return _numpy_dtypes(KEPT)
+
+
+def _to_numpy(x: Any) -> Any:
+    np = sys.modules.get("numpy")  # always loaded once jax is; no import statement per call
+    if np is None:  # pragma: no cover
+        import numpy as np
+    return np.asarray(x)
+
+
+def _sharding_verdict(sh: Any) -> tuple[str, str] | None:
+    devs = sh.device_set
+    if len(devs) != 1:
+        return STEP_COPIES, "the array is sharded over several devices: gathering it copies"
+    if next(iter(devs)).platform != "cpu":
+        return STEP_COPIES, "the array lives on a GPU; NumPy reads host memory"
+    return None
+
+
+_sharding = memo(_sharding_verdict, 64)  # arrays share a few shardings
+
+
+def _to_numpy_check(x: Any) -> tuple[str, str] | None:
+    return _sharding(x.sharding)
+
+
+def _gpu_present() -> bool:
+    jax = sys.modules.get("jax")
+    try:
+        return bool(jax is not None and jax.devices()[0].platform != "cpu")
+    except Exception:
+        return False
+
+
+def _to_device(arr: Any, index: int) -> Any:
+    import jax
+
+    return jax.device_put(arr, jax.devices("gpu")[index])
+
+
+def _edges() -> list[Edge]:
+    return [
+        Edge("numpy", "jax", "jax.dlpack.from_dlpack, or jax.device_put for read-only and "
+             "bfloat16/float8", _from_numpy_converter, check=from_numpy_check,
+             hazard=_immutable_hazard,
+             accepts=Accepts(lambda: (module("numpy").ndarray,), _numpy_accepts,
+                             flags=C_CONTIGUOUS)),
+        # the check's only verdict is STEP_COPIES (sharded, or on a GPU): numpy.asarray copies
+        Edge("jax", "numpy", "numpy.asarray (__array__)", lambda: module("numpy").asarray,
+             check=_to_numpy_check, accepts=Accepts(_array_types)),
+    ]
+
+
+ADAPTER = ArrayAdapter(
+    name="jax",
+    aliases=("jnp", "jax.numpy"),
+    modules=("jax", "jaxlib"),
+    package="jax",
+    devices=("cpu", "cuda"),
+    rules=RULES,
+    gpu_rules=GPU_RULES,
+    holds_read_only=True,
+    is_value=_is_value,
+    view=view,
+    device=_device,
+    to_numpy=_to_numpy,
+    export_dlpack=lambda x: x,
+    export_check=export_check,
+    from_dlpack=_from_dlpack,
+    dlpack_call="jax.dlpack.from_dlpack",
+    dlpack_hazard=_immutable_hazard,
+    to_device=_to_device,
+    gpu_present=_gpu_present,
+    edges=_edges,
+)

@@ -1,0 +1,149 @@
+"""Edges between two particular frameworks, beside each framework's edges to and from NumPy
+and the DLPack/CAI edges the registry makes. They use the adapters' public functions only
+(a test keeps every module off another adapter's private names)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from ..protocols import dlpack
+from . import capsule, jax_, pyarrow_, torch_
+from .base import (
+    ARROW_TYPE_ID,
+    NEEDS_COPY,
+    STEP_COPIES,
+    UNSUPPORTED,
+    Accepts,
+    Edge,
+    NeedsCopy,
+    dtype_obstacle,
+    memo_by,
+    module,
+)
+
+# ---- Arrow -> JAX: one step over the values buffer ---------------------------------------
+# NumPy's view of an Arrow array is read-only, which NumPy will not export as the legacy
+# DLPack JAX asks for, and pyarrow's own legacy export warns on every call: so the Arrow
+# values buffer goes to JAX through a writable NumPy alias that only XLA holds (JAX never
+# writes to its buffers). The alias is a ctypes array over the buffer; ctypes makes one
+# array type per byte length, so at most _CARRIER_BOUND of them are made.
+
+_CARRIER_BOUND = 256
+_CARRIERS: dict[int, Any] = {}
+
+
+class _Alias:
+    """An ``__array_interface__`` over memory ``base`` owns, keeping ``base`` alive."""
+
+    __slots__ = ("__array_interface__", "base")
+
+    def __init__(self, interface: dict, base: Any) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def _arrow_kind_of(t: Any) -> tuple[str, int, Any] | None:
+    """(NumPy typestr, itemsize, NumPy dtype) of an Arrow integer or floating type, else
+    None."""
+    types = module("pyarrow").types
+    if not (types.is_integer(t) or types.is_floating(t)):
+        return None
+    n = t.bit_width // 8
+    kind = "f" if types.is_floating(t) else "i" if types.is_signed_integer(t) else "u"
+    ts = f"{'|' if n == 1 else '<'}{kind}{n}"
+    return ts, n, module("numpy").dtype(ts)
+
+
+_arrow_kind = memo_by(ARROW_TYPE_ID, _arrow_kind_of)
+
+
+def _carrier(nbytes: int) -> Any:
+    """``ctypes.c_char * nbytes``, or ``None`` once ``_CARRIER_BOUND`` lengths have one."""
+    c = _CARRIERS.get(nbytes)
+    if c is None and len(_CARRIERS) < _CARRIER_BOUND:
+        c = _CARRIERS[nbytes] = ctypes.c_char * nbytes
+    return c
+
+
+def _arrow_values(x: Any, k: tuple[str, int, Any]) -> Any:
+    """A writable NumPy alias of the values of Arrow array ``x`` (one chunk, no nulls, not
+    empty) of kind ``k``, which keeps ``x`` alive."""
+    ts, n, dtype = k
+    ptr = x.buffers()[1].address + x.offset * n
+    carrier = _carrier(len(x) * n)
+    if carrier is None:
+        return module("numpy").asarray(
+            _Alias({"data": (ptr, False), "shape": (len(x),), "typestr": ts, "version": 3}, x))
+    buf = carrier.from_address(ptr)
+    buf.owner = x
+    return module("numpy").frombuffer(buf, dtype)
+
+
+def _arrow_to_jax_check(x: Any) -> tuple[str, str] | None:
+    verdict = pyarrow_.check(x)
+    if verdict is not None:
+        if verdict[0] != STEP_COPIES:
+            return verdict
+        if not module("pyarrow").types.is_boolean(x.type):
+            return UNSUPPORTED, f"JAX has no dtype for Arrow {x.type}"
+        return NEEDS_COPY, verdict[1]
+    k = _arrow_kind(x.type)
+    if k is None:
+        return UNSUPPORTED, f"JAX has no dtype for Arrow {x.type}"
+    verdict = dtype_obstacle(jax_.RULES, k[0])
+    if verdict is not None:
+        return verdict
+    x = pyarrow_.single_chunk(x)
+    if len(x) and (x.buffers()[1].address + x.offset * k[1]) % 64:
+        return STEP_COPIES, (f"the values of {pyarrow_.describe(x)} are not 64-byte aligned: "
+                             f"{jax_.RULES.name} {jax_.RULES.misaligned_why}")
+    return None
+
+
+def _arrow_to_jax_converter() -> Any:
+    """``jax.dlpack.from_dlpack`` of a writable alias of the values; an empty array made on
+    the host, as the data was (JAX's default device may be a GPU)."""
+    jax, np = module("jax"), module("numpy")
+    from_dlpack, device_put, cpu = jax.dlpack.from_dlpack, jax.device_put, jax_.host()
+
+    def convert(x: Any) -> Any:
+        x = pyarrow_.single_chunk(x)
+        k = _arrow_kind(x.type)
+        if k is None or x.null_count or type(x).__name__ == "ChunkedArray" or (
+                k[0] not in jax_.KEPT and jax_.narrows(k[0])):
+            raise NeedsCopy(NEEDS_COPY, "not a dense integer or floating Arrow array JAX "
+                            "holds as it is")
+        if not len(x):
+            return device_put(np.zeros(0, dtype=k[2]), cpu)
+        return from_dlpack(_arrow_values(x, k))
+
+    return convert
+
+
+# ---- to a raw DLPack capsule ---------------------------------------------------------------
+
+def _to_capsule_check(a: Any) -> tuple[str, str] | None:
+    if dlpack.typestr_of(a.dtype) not in dlpack.DL_TYPESTRS:
+        return UNSUPPORTED, f"dtype {a.dtype} has no DLPack code"
+    why = dlpack.byte_order_obstacle(a.dtype)
+    return (UNSUPPORTED, why) if why else None
+
+
+def _tensor_to_capsule(t: Any) -> Any:
+    return dlpack.export(t.detach() if t.requires_grad else t)
+
+
+def edges() -> list[Edge]:
+    return [
+        Edge("pyarrow", "jax", "jax.dlpack.from_dlpack (a NumPy alias of the Arrow values)",
+             _arrow_to_jax_converter, check=_arrow_to_jax_check, cost=1.5,
+             accepts=Accepts(pyarrow_.numeric_array_types)),
+        Edge("numpy", "dlpack", "ndarray.__dlpack__", lambda: capsule.to_capsule,
+             check=_to_capsule_check),
+        # JAX's own __dlpack__ gives a legacy capsule, which cannot say its buffer is
+        # immutable: JAX goes through NumPy's read-only view, whose capsule is flagged.
+        Edge("torch", "dlpack", "Tensor.__dlpack__", lambda: _tensor_to_capsule,
+             check=torch_.export_check),
+    ]
+

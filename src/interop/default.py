@@ -1,0 +1,27 @@
+"""The default registry: every framework module listed in :mod:`interop.adapters`, the
+table kinds, the generic producers and the pair-specific edges, in detection order."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from . import adapters
+from .registry import Registry
+from .tables import adapters as tables
+
+
+def build() -> Registry:
+    """A registry of everything interop knows."""
+    reg = Registry()
+    for name in adapters.FRAMEWORKS:
+        reg.add(import_module(f".adapters.{name}", __package__).ADAPTER)
+    for table in tables.ADAPTERS:
+        reg.add(table)
+    for producer in import_module(f".adapters.{adapters.PRODUCERS}", __package__).ADAPTERS:
+        reg.add(producer)
+    for edge in import_module(f".adapters.{adapters.PAIRS}", __package__).edges():
+        reg.add_edge(edge)
+    return reg
+
+
+REGISTRY = build()

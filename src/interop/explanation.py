@@ -1,0 +1,179 @@
+"""``explain``: the plan a conversion follows, rendered from the same compiled route and
+the same checks the runner runs, for one value."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import devices
+from .adapters.base import NEEDS_COPY, NULLS, UNSUPPORTED, NeedsCopy, TableAdapter
+from .errors import InteropError, NullsError
+from .plan import Plan, Step
+from .protocols import dlpack
+from .runner import device_move
+
+if TYPE_CHECKING:
+    from .registry import Registry
+
+
+def explain(reg: Registry, x: Any, target: str, device: Any = None,
+            copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
+    """The plan for this value: steps, zero-copy or not, reasons and hazards."""
+    src = reg.owner(x)
+    tgt = reg.target(target)
+    adapter = reg.adapters[src]
+    missing = reg.adapters[tgt].missing()
+    if missing:
+        return Plan(src, tgt, (), False, (missing,), supported=False, error="missing")
+    why = reg.refusal(adapter, x, tgt)
+    if why:
+        return Plan(src, tgt, (), False, (why,), supported=False, error=UNSUPPORTED)
+    if isinstance(adapter, TableAdapter):
+        return adapter.explain(reg, x, tgt, copy=copy, **(options or {}))
+    have = adapter.device(x)
+    move = device_move(adapter, have, reg.adapters[tgt], device)
+    if move is not None:
+        return _move_plan(src, tgt, have, move, device, copy)
+    dev = have[0]
+    if reg.routes.route(src, tgt, dev) is None:
+        return Plan(src, tgt, (), False, (f"no conversion path from {src} to {tgt}",), (),
+                    supported=False)
+    if copy is True:
+        return _copy_plan(reg, src, tgt, ["copy=True asks for a fresh buffer"], [], [],
+                          device=dev, value=x)
+    steps: list[Step] = []
+    reasons: list[str] = []
+    hazards: list[str] = []
+    zero_copy = True
+    v = x
+    edges = reg.runner.compile(src, tgt, copy, dev).edges  # the plan to_framework runs
+    for i, e in enumerate(edges):
+        if e.hazard is not None:
+            h = e.hazard(v)  # one hazard, or a tuple of them (an edge of two calls)
+            hazards.extend(h if isinstance(h, tuple) else (h,) if h else ())
+        verdict = e.check(v) if e.check is not None else None
+        if verdict is not None:
+            what, reason = verdict
+            if what in (UNSUPPORTED, NULLS):
+                return Plan(src, tgt, tuple(steps), False, (reason,), tuple(hazards),
+                            supported=False, error=what)
+            reasons.append(reason)
+            zero_copy = False
+            if copy is False:
+                return Plan(src, tgt, tuple(steps), False, tuple(reasons),
+                            tuple(hazards), supported=False, error="zero-copy")
+            if what == NEEDS_COPY:  # the result shares nothing: no sharing hazards
+                return _copy_plan(reg, e.source, tgt, reasons, [], steps, origin=src,
+                                  device=dev, value=v)
+            steps.append(Step(e.source, e.target, e.via, copies=True))
+        else:
+            steps.append(Step(e.source, e.target, e.via))
+        if i + 1 < len(edges):
+            v = reg.adapters[e.source].preview(v) if adapter.consumable and i == 0 \
+                else e.convert(v)
+    if not edges:
+        steps.append(Step(src, tgt, "identity"))
+    return Plan(src, tgt, tuple(steps), zero_copy, tuple(reasons),
+                tuple(hazards) if zero_copy else ())  # a copy shares nothing
+
+
+def _move_plan(src: str, tgt: str, have: tuple[str, int], move: tuple[str, int | None],
+               device: Any, copy: bool | None) -> Plan:
+    if move[1] is None:  # host data for a device-only target
+        step = Step(src, tgt, "copy to the current CUDA device", True)
+        why = (f"{tgt} holds CUDA device memory only: the host data is copied to the "
+               f"current CUDA device, as {tgt} itself does (device='cuda:N' picks one)")
+        if copy is not False and not devices.cuda_device_count():
+            # (copy=False is refused first, as the conversion itself refuses it)
+            return Plan(src, tgt, (step,), False, (why, devices.NO_CUDA), supported=False,
+                        error="device")
+    else:
+        if copy is not False and move[0] == "cuda" and move[1] >= devices.cuda_device_count():
+            return Plan(src, tgt, (), False, (f"device={device!r}: no such CUDA device on "
+                                              "this machine",), supported=False,
+                        error="device")
+        step = Step(src, tgt, f"copy to {move[0]}:{move[1]}", True)
+        why = f"device={device!r} moves the data from {have[0]}:{have[1]}"
+    return Plan(src, tgt, (step,), False, (why,), supported=copy is not False,
+                error=None if copy is not False else "zero-copy")
+
+
+def _copy_plan(reg: Registry, at: str, tgt: str, reasons: list[str], hazards: list[str],
+               steps: list[Step], origin: str | None = None, device: str = "cpu",
+               value: Any = None) -> Plan:
+    refused = _refused_after_copy(reg, at, value, tgt) if device == "cpu" else None
+    if refused is not None:
+        return Plan(origin or at, tgt, tuple(steps), False, (*reasons, refused[1]),
+                    tuple(hazards), supported=False, error=refused[0])
+    steps = list(steps)
+    hub = "numpy" if device == "cpu" else "cupy"
+    if at != hub:
+        steps.append(Step(at, hub, "to host NumPy" if hub == "numpy" else "to CuPy"))
+    fresh = "fresh aligned copy"
+    narrow = _planned_narrowing(reg, at, value, tgt)
+    if narrow is not None:
+        fresh += f", cast to {narrow[0]}"
+        if narrow[1] not in reasons:
+            reasons = [*reasons, narrow[1]]
+    steps.append(Step(hub, hub, fresh, copies=True))
+    for e in reg.routes.route(hub, tgt, device) or []:
+        steps.append(Step(e.source, e.target, e.via))
+    return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
+
+
+def _planned_narrowing(reg: Registry, at: str, value: Any, tgt: str) -> tuple[str, str] | None:
+    """``(dtype name, why)`` of the cast the copy route will make for ``value`` (a value
+    of ``at``) on its way to ``tgt``, or ``None``."""
+    rules = getattr(reg.adapters[tgt], "rules", None)
+    if rules is None or rules.narrows is None or value is None:
+        return None
+    dtype = _dtype_string(reg.adapters[at], value)
+    narrow = rules.narrows(dtype) if dtype is not None else None
+    if narrow is None:
+        return None
+    import numpy
+
+    return numpy.dtype(narrow[0]).name, narrow[1]
+
+
+def _refused_after_copy(reg: Registry, at: str, value: Any,
+                        tgt: str) -> tuple[str, str] | None:
+    """Why the copy route would refuse ``value`` (``(UNSUPPORTED or NULLS, reason)``),
+    judged as it runs: the whole value to host NumPy (nulls, strings, object dtypes show
+    there), a fresh buffer of its shape and dtype as the target holds it (the values are
+    not copied: no later check reads them), and the checks of the steps after it
+    (dimensions, dtypes). A consumable value (a capsule) is read through its preview, so
+    it stays unused."""
+    from .host import fresh_buffer
+
+    adapter = reg.adapters[at]
+    try:
+        arr = adapter.preview(value) if adapter.consumable else adapter.to_numpy(value)
+        arr = fresh_buffer(arr.shape, reg.runner.narrowing(arr.dtype, tgt) or arr.dtype)
+    except NullsError as e:
+        return NULLS, str(e)
+    except InteropError as e:
+        return UNSUPPORTED, str(e)
+    except NeedsCopy as nc:
+        return UNSUPPORTED, nc.reason
+    for e in reg.routes.route("numpy", tgt, "cpu") or ():
+        verdict = e.check(arr) if e.check is not None else None
+        if verdict is not None and verdict[0] in (UNSUPPORTED, NULLS):
+            return verdict[0], f"{e.source} -> {e.target} ({e.via}): {verdict[1]}"
+        if verdict is not None and verdict[0] == NEEDS_COPY:
+            return None
+        arr = e.convert(arr)
+    return None
+
+
+def _dtype_string(adapter: Any, x: Any) -> str | None:
+    """The dtype string of ``x``: its buffer view's, or its host NumPy array's."""
+    try:
+        if adapter.view is not None:
+            return adapter.view(x).dtype
+    except Exception:  # no single buffer (nulls, chunks): read it on the host
+        pass
+    try:
+        return dlpack.typestr_of(adapter.to_numpy(x).dtype)
+    except Exception:  # the conversion itself names what is wrong
+        return None

@@ -1,0 +1,93 @@
+"""The fast form of a plan, made from its edges' :class:`~interop.adapters.edge.Accepts`.
+
+For ``copy=None`` a plan runs each step's conversion straight away on a value its edge
+accepts, and hands any other value, or one whose conversion raises ``NeedsCopy``, to the
+checked plan from that step on. The steps are written out as one function per shape of plan
+(the guards inlined, no call per guard), compiled once per shape and process: for the
+edges ``numpy -> torch`` it reads::
+
+    def plan(x):
+        if not (x.dtype in d0 and x.flags.num & f0 == f0):
+            return k0(x)
+        try:
+            x = c0(x)
+        except NeedsCopy:
+            return k0(x)
+        return x
+
+where ``d0``, ``f0`` come from the edge's ``Accepts``, ``c0`` is its conversion and ``k0``
+the checked plan from step 0 on. (The plan is cached per source type, so the first step's
+type test is left out when the edge accepts that type.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .adapters.edge import Accepts
+from .adapters.verdicts import NeedsCopy
+
+Step = tuple["Accepts | None", bool, Callable[[Any], Any], Callable[[Any], Any]]
+"""One step: its edge's accepts, whether the edge has no check (it takes every value), its
+bound conversion, and the checked plan from this step on."""
+
+_MAKERS: dict[tuple, Callable[..., Callable[[Any], Any]]] = {}
+
+
+def fast_plan(steps: Sequence[Step], source_type: type) -> Callable[[Any], Any] | None:
+    """The fast form of a plan of ``steps`` for values of ``source_type``; ``None`` when its
+    first step has none (the checked plan is then the plan)."""
+    shape: list[tuple] = []
+    args: list[Any] = []
+    for i, (accepts, unchecked, call, checked) in enumerate(steps):
+        if unchecked:
+            shape.append(("always",))
+            args += [call, checked]
+            continue
+        if accepts is None:
+            if i == 0:
+                return None
+            shape.append(("stop",))
+            args.append(checked)
+            break
+        types = tuple(accepts.types())
+        dtypes = accepts.dtypes() if accepts.dtypes is not None else None
+        type_test = "" if i == 0 and source_type in types else "is" if len(types) == 1 else "in"
+        shape.append(("guard", type_test, dtypes is not None, bool(accepts.flags),
+                      accepts.ndim is not None))
+        args += [types[0] if type_test == "is" else types, dtypes, accepts.flags,
+                 accepts.ndim, call, checked]
+    key = tuple(shape)
+    make = _MAKERS.get(key)
+    if make is None:
+        make = _MAKERS[key] = _compile(key)
+    return make(*args)
+
+
+def _compile(shape: tuple) -> Callable[..., Callable[[Any], Any]]:
+    params: list[str] = []
+    body: list[str] = []
+    for i, step in enumerate(shape):
+        if step[0] == "stop":
+            params.append(f"k{i}")
+            body.append(f"return k{i}(x)")
+            break
+        if step[0] == "guard":
+            _, type_test, dtypes, flags, ndim = step
+            params += [f"t{i}", f"d{i}", f"f{i}", f"n{i}"]
+            tests = [f"type(x) {type_test} t{i}"] if type_test else []
+            tests += [f"x.dtype in d{i}"] if dtypes else []
+            tests += [f"x.flags.num & f{i} == f{i}"] if flags else []
+            tests += [f"x.ndim == n{i}"] if ndim else []
+            if tests:
+                body += [f"if not ({' and '.join(tests)}):", f"    return k{i}(x)"]
+        params += [f"c{i}", f"k{i}"]
+        body += ["try:", f"    x = c{i}(x)", "except NeedsCopy:", f"    return k{i}(x)"]
+    else:
+        body.append("return x")
+    source = (f"def make({', '.join(params)}):\n    def plan(x):\n"
+              + "".join(f"        {line}\n" for line in body) + "    return plan\n")
+    namespace: dict[str, Any] = {"NeedsCopy": NeedsCopy}
+    exec(compile(source, f"<interop fast plan {len(shape)} steps>", "exec"), namespace)
+    return namespace["make"]

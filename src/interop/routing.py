@@ -1,0 +1,127 @@
+"""Routes: the edges between frameworks and the cheapest chain of them. Pure: no values.
+
+Each framework module declares its own edges (mostly to and from NumPy), ``adapters.pairs``
+the pair-specific ones, and every DLPack producer/consumer pair (and, on a GPU, every CUDA
+Array Interface pair) gets a generic edge made here from the adapters' capabilities.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from .adapters.base import ArrayAdapter, Edge, handover_check
+
+DLPACK_COST = 2.2  # on the host, two NumPy steps (1.0 each) beat it
+LEGACY_PENALTY = 2.5  # a versioned-only exporter to a consumer of legacy capsules
+HUB_BONUS = 0.1  # paths through the hub (NumPy on the host, CuPy on a GPU) win ties
+
+
+class Routes:
+    """The edges of a set of adapters, and the cheapest path between two of them."""
+
+    def __init__(self, adapters: dict[str, Any]) -> None:
+        self.adapters = adapters
+        self.direct: list[Edge] = []
+        self._cache: dict[tuple[str, str, str], list[Edge] | None] = {}
+
+    def add(self, edges: list[Edge]) -> None:
+        self.direct.extend(edges)
+        self._cache.clear()
+
+    def changed(self) -> None:
+        """Forget the paths found (an adapter was added)."""
+        self._cache.clear()
+
+    def edges(self, device: str) -> list[Edge]:
+        """Every edge on ``device``: the declared ones and the generic DLPack/CAI ones."""
+        out = [e for e in self.direct if e.device == device]
+        here = [a for a in self.adapters.values()
+                if isinstance(a, ArrayAdapter) and device in a.devices]
+        for s in here:
+            for t in here:
+                if t is s or not t.target:
+                    continue
+                if s.export_dlpack is not None and t.from_dlpack is not None and t.rules:
+                    cost = DLPACK_COST
+                    if s.exports_versioned_only and not t.rules.versioned:
+                        cost += LEGACY_PENALTY
+                    if s.hub or t.hub:
+                        cost -= HUB_BONUS
+                    out.append(dlpack_edge(s, t, cost, device))
+                if device != "cpu" and s.export_cai is not None and t.from_cai is not None:
+                    out.append(cai_edge(s, t, DLPACK_COST - HUB_BONUS * (s.hub or t.hub)))
+        return out
+
+    def route(self, source: str, target: str, device: str = "cpu") -> list[Edge] | None:
+        """Cheapest chain of edges from ``source`` to ``target`` on ``device`` (``[]``: same;
+        ``None``: no path). It needs no live value, so GPU routes can be read anywhere."""
+        key = (source, target, device)
+        if key in self._cache:
+            return self._cache[key]
+        found = [] if source == target else _shortest(self.edges(device), source, target)
+        self._cache[key] = found
+        return found
+
+
+def _shortest(edges: list[Edge], source: str, target: str) -> list[Edge] | None:
+    out: dict[str, list[Edge]] = {}
+    for e in edges:
+        out.setdefault(e.source, []).append(e)
+    best: dict[str, float] = {source: 0.0}
+    queue: list[tuple[float, int, str, list[Edge]]] = [(0.0, 0, source, [])]
+    counter = 1
+    while queue:
+        cost, _, node, path = heapq.heappop(queue)
+        if node == target:
+            return path
+        if cost > best.get(node, float("inf")):
+            continue
+        for e in out.get(node, []):
+            c = cost + e.cost
+            if c < best.get(e.target, float("inf")):
+                best[e.target] = c
+                heapq.heappush(queue, (c, counter, e.target, path + [e]))
+                counter += 1
+    return None
+
+
+def dlpack_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float, device: str = "cpu") -> Edge:
+    """The DLPack step from ``s`` to ``t``: ``t``'s import of ``s``'s export, after the
+    hand-over check of ``t``'s rules on ``device``."""
+    export, consume = s.export_dlpack, t.from_dlpack
+
+    def convert(x: Any) -> Any:
+        return consume(export(x))
+
+    rules = t.rules if device == "cpu" else t.gpu_rules
+    return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", lambda: convert,
+                check=handover_check(s, rules, t.holds_read_only), hazard=t.dlpack_hazard,
+                cost=cost, device=device)
+
+
+def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
+    """The CUDA Array Interface step from ``s`` to ``t`` (on a GPU)."""
+    export, consume = s.export_cai, t.from_cai
+
+    def convert(x: Any) -> Any:
+        return consume(export(x))
+
+    return Edge(s.name, t.name, "CUDA Array Interface", lambda: convert,
+                check=handover_check(s, t.gpu_rules, t.holds_read_only),
+                hazard=_cai_readonly_hazard(s, t), cost=cost, device="cuda")
+
+
+def _cai_readonly_hazard(s: ArrayAdapter, t: ArrayAdapter) -> Any:
+    """A read-only CAI source (``data[1]``) handed to a consumer that cannot say read-only."""
+    if t.holds_read_only or s.view is None:
+        return None
+    view = s.view
+
+    def hazard(x: Any) -> str | None:
+        if view(x).readonly:
+            return (f"the source is read-only (its CUDA Array Interface says so) and {t.name} "
+                    "arrays cannot be: writes through the result change it")
+        return None
+
+    return hazard

@@ -1,0 +1,260 @@
+"""The runner: compiles a route into the callable a conversion runs, and runs what no route
+does alone (the copy route, device moves).
+
+A compiled plan is a chain of checked steps (each asks its edge's check, then converts or
+acts on the verdict) and, for ``copy=None``, their fast form (:mod:`interop.fastplan`).
+:mod:`interop.explanation` walks the same edges with the same checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import devices
+from .adapters.base import (
+    NULLS,
+    STEP_COPIES,
+    UNSUPPORTED,
+    ArrayAdapter,
+    Edge,
+    NeedsCopy,
+)
+from .errors import (
+    DeviceError,
+    InteropError,
+    NullsError,
+    UnsupportedConversionError,
+    ZeroCopyError,
+)
+from .fastplan import fast_plan
+from .protocols import dlpack
+from .record import record
+
+if TYPE_CHECKING:
+    from .routing import Routes
+
+Convert = Callable[[Any], Any]
+
+
+@record(frozen=True)
+class Compiled:
+    """A route made runnable: its ``edges`` (what ``explain`` walks) and ``run``."""
+
+    edges: tuple[Edge, ...]
+    run: Convert
+
+
+class Runner:
+    """Compiles routes of ``routes`` between the ``adapters`` and runs the copy route."""
+
+    def __init__(self, adapters: dict[str, Any], routes: Routes) -> None:
+        self.adapters = adapters
+        self.routes = routes
+
+    # ---- compiling -----------------------------------------------------------------------
+    def compile(self, src: str, tgt: str, copy: bool | None, device: str = "cpu",
+                stream: Any = None, source_type: type | None = None) -> Compiled:
+        """The plan from ``src`` to ``tgt`` on ``device``: checked steps, and their fast form
+        when ``copy`` is ``None`` and a ``source_type`` is given."""
+        edges = self.routes.route(src, tgt, device)
+        if edges is None:
+            raise UnsupportedConversionError(
+                f"no conversion path from {src} to {tgt} on {device}")
+        if copy is True:
+            return Compiled(tuple(edges), lambda x: self.copy_route(src, x, tgt, device))
+        if not edges:
+            return Compiled((), _identity)
+        if stream is not None:
+            edges = [self._with_stream(e, stream) for e in edges]
+        calls = [e.converter() for e in edges]
+        checked: list[Convert] = []
+        then: Convert | None = None
+        for e, call in zip(reversed(edges), reversed(calls)):
+            then = self._checked_step(e, call, then, tgt, copy, device)
+            checked.append(then)
+        checked.reverse()
+        run = checked[0]
+        if copy is None and source_type is not None:
+            fast = fast_plan([(e.accepts, e.check is None, c, k)
+                              for e, c, k in zip(edges, calls, checked)], source_type)
+            run = fast or run
+        return Compiled(tuple(edges), run)
+
+    def dispatch(self, adapter: ArrayAdapter, tgt: str, copy: bool | None,
+                 device: Any) -> Convert:
+        """A plan that looks at each value's device (for frameworks on host and GPU)."""
+        plans: dict[str, Convert] = {}
+        target = self.adapters[tgt]
+
+        def run(x: Any) -> Any:
+            have = adapter.device(x)
+            fn = plans.get(have[0])
+            if fn is None:
+                move = device_move(adapter, have, target, device)
+                if move is not None:
+                    return self.move(adapter.name, x, tgt, move, copy)
+                fn = plans[have[0]] = self.compile(adapter.name, tgt, copy, have[0]).run
+            return fn(x)
+
+        return run
+
+    def _checked_step(self, e: Edge, call: Convert, then: Convert | None, tgt: str,
+                      copy: bool | None, device: str) -> Convert:
+        """Edge ``e``'s step, then ``then`` (the rest of the plan): its check decides, and
+        an obstacle is acted on by :meth:`obstacle` with the value as it is here."""
+        check = e.check
+
+        def step(x: Any) -> Any:
+            verdict = check(x) if check is not None else None
+            if verdict is None or (verdict[0] == STEP_COPIES and copy is None):
+                try:
+                    y = call(x)
+                except NeedsCopy as nc:
+                    verdict = (nc.verdict, nc.reason)
+                else:
+                    return y if then is None else then(y)
+            return self.obstacle(verdict, e, x, tgt, copy, device)
+
+        return step
+
+    def _with_stream(self, e: Edge, stream: Any) -> Edge:
+        """The edge, exporting DLPack for the user's ``stream`` (CAI edges sync by themselves)."""
+        if not e.via.startswith("DLPack"):
+            return e
+        from dataclasses import replace
+
+        export = self.adapters[e.source].export_dlpack
+        consume = self.adapters[e.target].from_dlpack
+        legacy = not self.adapters[e.target].rules.versioned
+
+        def convert(x: Any) -> Any:
+            cap = dlpack.export(export(x), stream=stream, versioned=not legacy)
+            return consume(dlpack.CapsuleProducer(cap))
+
+        return replace(e, converter=lambda: convert)
+
+    # ---- acting on a verdict ---------------------------------------------------------------
+    def obstacle(self, verdict: tuple[str, str], edge: Edge, x: Any, tgt: str,
+                 copy: bool | None, device: str = "cpu") -> Any:
+        """Act on a failed zero-copy check: raise, or take the copy route when allowed."""
+        what, reason = verdict
+        where = f"{edge.source} -> {edge.target} ({edge.via})"
+        if what == UNSUPPORTED:
+            raise UnsupportedConversionError(f"{where}: {reason}")
+        if what == NULLS:
+            raise NullsError(f"{where}: {reason}")
+        if copy is False:
+            raise ZeroCopyError(f"copy=False but {where} needs a copy: {reason}")
+        if what == STEP_COPIES:  # with copy=True: the step's own copy, then the rest
+            y = edge.convert(x)
+            rest = self.routes.route(edge.target, tgt, device)
+            return self.compile(edge.target, tgt, copy, device).run(y) if rest else y
+        return self.copy_route(edge.source, x, tgt, device)
+
+    def copy_route(self, src: str, x: Any, tgt: str, device: str = "cpu") -> Any:
+        """One copy into a fresh compact buffer on the hub (NumPy on the host, CuPy on a
+        GPU), then zero-copy on to the target."""
+        if device == "cpu":
+            from .host import fresh_copy
+
+            try:
+                arr = self.adapters[src].to_numpy(x)
+            except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
+                raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
+            hub, arr = "numpy", fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
+        elif any(n == 0 for n in getattr(x, "shape", (1,))):
+            # no bytes to move, and an empty device buffer may not export
+            adapter = self.adapters[src]
+            arr = adapter.to_numpy(x)
+            narrow = self.narrowing(arr.dtype, tgt, warn=True)
+            return self.adapters[tgt].to_device(arr if narrow is None else arr.astype(narrow),
+                                                adapter.device(x)[1])
+        else:
+            import cupy
+
+            hub, arr = "cupy", self.compile(src, "cupy", None, device).run(x)
+            arr = cupy.array(arr, dtype=self.narrowing(arr.dtype, tgt, warn=True), copy=True,
+                             order="C")
+        if tgt == hub:
+            return arr
+        edges = self.routes.route(hub, tgt, device)
+        if edges is None:
+            raise UnsupportedConversionError(f"no conversion path from {hub} to {tgt}")
+        for e in edges:
+            verdict = e.check(arr) if e.check is not None else None
+            if verdict is not None and verdict[0] != STEP_COPIES:
+                if verdict[0] == UNSUPPORTED:
+                    raise UnsupportedConversionError(
+                        f"{e.source} -> {e.target} ({e.via}): {verdict[1]}")
+                raise InteropError(  # pragma: no cover - a fresh buffer meets every rule
+                    f"internal: a fresh buffer still failed {e.via}: {verdict[1]}")
+            arr = e.convert(arr)
+        return arr
+
+    def narrowing(self, dtype: Any, tgt: str, warn: bool = False) -> str | None:
+        """The narrower dtype string ``tgt`` holds ``dtype`` as (JAX with 64-bit types off),
+        or ``None``; ``warn``: emit the :class:`~interop.errors.NarrowingWarning` saying so."""
+        rules = getattr(self.adapters[tgt], "rules", None)
+        if rules is None or rules.narrows is None:
+            return None
+        narrow = rules.narrows(dlpack.typestr_of(dtype))
+        if narrow is None:
+            return None
+        if warn:
+            from .narrowing import warn as warn_narrowing
+
+            warn_narrowing(narrow[1])
+        return narrow[0]
+
+    def move(self, src: str, x: Any, tgt: str, where: tuple[str, int | None],
+             copy: bool | None) -> Any:
+        """Copy a value to another device (``where``), as ``device=`` asked."""
+        if copy is False:
+            to = "the current CUDA device" if where[1] is None else f"{where[0]}:{where[1]}"
+            why = (f" ({tgt} holds CUDA device memory only)" if where[1] is None else "")
+            raise ZeroCopyError(f"copy=False, but moving {src} data to {to}{why} copies it")
+        arr = self.adapters[src].to_numpy(x)
+        if where[0] == "cpu":
+            return self.copy_route("numpy", arr, tgt) if copy else \
+                self.compile("numpy", tgt, None).run(arr)
+        index = devices.current_cuda_device(tgt) if where[1] is None else where[1]
+        devices.require_cuda(index)
+        narrow = self.narrowing(arr.dtype, tgt, warn=True)
+        return self.adapters[tgt].to_device(arr if narrow is None else arr.astype(narrow),
+                                            index)
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
+                device: Any) -> tuple[str, int | None] | None:
+    """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay.
+    Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
+    current CUDA device: ``("cuda", None)``."""
+    if device is not None:
+        kind, index = devices.parse_device(device)
+        if kind == have[0] and (index is None or index == have[1]):
+            if tgt.devices == ("cuda",) and have[0] == "cpu":
+                raise DeviceError(
+                    f"{tgt.name} holds CUDA device memory only, but device={device!r} asks "
+                    f"to keep the {src.name} value on the host: pass device=None (the "
+                    "current CUDA device) or device='cuda:N'")
+            device = None
+        else:
+            if kind not in tgt.devices:
+                raise DeviceError(f"{tgt.name} cannot hold data on {device!r} "
+                                  f"(it supports {list(tgt.devices)})")
+            return kind, index or 0
+    if have[0] == "cpu" and tgt.devices == ("cuda",):
+        return "cuda", None  # a device-only target: to the current device, as it would itself
+    if have[0] not in tgt.devices:
+        raise DeviceError(
+            f"the {src.name} value lives on {have[0]}:{have[1]} but {tgt.name} holds "
+            f"{' / '.join(tgt.devices)} memory only: pass device='cpu' to copy it to the host"
+            if tgt.devices == ("cpu",) else
+            f"the {src.name} value lives on {have[0]}:{have[1]}; {tgt.name} holds "
+            f"{list(tgt.devices)} memory: pass device=... to copy it")
+    return None
