@@ -23,13 +23,14 @@ DEVICE_ONLY = ["cupy", "numba", pytest.param("cudf", marks=pytest.mark.skipif(
 
 
 def path(src, tgt):
-    return [(e.source, e.target, e.via.split(":")[0]) for e in REGISTRY.route(src, tgt, "cuda")]
+    return [(e.source, e.target, e.via.split(":")[0])
+            for e in REGISTRY.routes.route(src, tgt, "cuda")]
 
 
 @pytest.mark.parametrize("src", GPU)
 @pytest.mark.parametrize("tgt", GPU)
 def test_every_gpu_pair_has_a_device_path(src, tgt):
-    route = REGISTRY.route(src, tgt, "cuda")
+    route = REGISTRY.routes.route(src, tgt, "cuda")
     assert route is not None
     assert all(e.device == "cuda" for e in route)
     assert len(route) <= 2
@@ -50,13 +51,13 @@ def test_direct_protocols_win_over_the_hub():
 
 @pytest.mark.parametrize("tgt", ["numpy", "pyarrow", "pandas", "polars"])
 def test_host_only_frameworks_have_no_device_path(tgt):
-    assert REGISTRY.route("cupy", tgt, "cuda") is None
+    assert REGISTRY.routes.route("cupy", tgt, "cuda") is None
 
 
 def test_cpu_routes_do_not_use_gpu_frameworks():
     for src in ("numpy", "torch", "jax", "pyarrow"):
         for tgt in ("numpy", "torch", "jax", "pyarrow"):
-            for e in REGISTRY.route(src, tgt, "cpu"):
+            for e in REGISTRY.routes.route(src, tgt, "cpu"):
                 assert e.source not in ("cupy", "numba", "cudf")
 
 
@@ -169,7 +170,7 @@ def test_device_to_host_stays_explicit_for_host_targets():
     """The other direction is unchanged: a host-only target refuses device data unless
     device='cpu' is given (checked on the plan, with no GPU needed)."""
     from interop.api import REGISTRY
-    from interop.registry import _device_move
+    from interop.runner import device_move as _device_move
 
     cupy, numpy = REGISTRY.adapters["cupy"], REGISTRY.adapters["numpy"]
     with pytest.raises(DeviceError, match="pass device='cpu'"):

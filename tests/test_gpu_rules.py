@@ -12,6 +12,7 @@ import pytest
 
 import interop
 from interop import devices
+from interop.adapters.verdicts import NEEDS_COPY
 from interop.api import REGISTRY
 from interop.errors import DeviceError, ProtocolError, ZeroCopyError
 from interop.protocols import dlpack
@@ -42,8 +43,8 @@ def on_device_zero(monkeypatch):
 
 
 def _check(src, tgt, x):
-    (edge,) = [e for e in REGISTRY.route(src, tgt, "cuda") if e.source == src]
-    assert edge.target == tgt, REGISTRY.route(src, tgt, "cuda")
+    (edge,) = [e for e in REGISTRY.routes.route(src, tgt, "cuda") if e.source == src]
+    assert edge.target == tgt, REGISTRY.routes.route(src, tgt, "cuda")
     return edge.check(x) if edge.check is not None else None
 
 
@@ -86,7 +87,7 @@ def test_cupy_source_layout_rules(tgt, layout):
     if words is None:
         assert verdict is None
     else:
-        assert verdict is not None and verdict[0] == "copy", verdict
+        assert verdict is not None and verdict[0] == NEEDS_COPY, verdict
         assert words in verdict[1]
 
 
@@ -95,8 +96,8 @@ def test_cupy_source_layout_rules(tgt, layout):
     for t in ("torch", "jax", "cudf") if s != t])
 def test_every_device_edge_into_a_picky_consumer_is_checked(src, tgt):
     """No GPU edge into torch, JAX or cuDF exists without a check (the H100 abort)."""
-    into = [e for e in REGISTRY.route(src, tgt, "cuda") if e.target == tgt]
-    assert into, REGISTRY.route(src, tgt, "cuda")
+    into = [e for e in REGISTRY.routes.route(src, tgt, "cuda") if e.target == tgt]
+    assert into, REGISTRY.routes.route(src, tgt, "cuda")
     for e in into:
         assert e.check is not None, (e.source, e.target, e.via)
 
@@ -104,7 +105,7 @@ def test_every_device_edge_into_a_picky_consumer_is_checked(src, tgt):
 def test_cudf_takes_dense_columns_only():
     assert _check("cupy", "cudf", CupyStandIn(**LAYOUTS["compact"])) is None
     verdict = _check("cupy", "cudf", CupyStandIn(**LAYOUTS["non-compact"]))
-    assert verdict[0] == "copy" and "cuDF" in verdict[1]
+    assert verdict[0] == NEEDS_COPY and "cuDF" in verdict[1]
 
 
 def test_negative_strides_into_torch_plan_copies_on_the_device(on_device_zero):
@@ -155,7 +156,7 @@ def test_cai_producer_without_a_runtime_is_a_clear_device_error():
 
 
 def test_cai_producer_is_recognised_not_refused():
-    assert REGISTRY.kind(DeviceStandIn(shape=(2,))) == "cai-producer"
+    assert REGISTRY.owner(DeviceStandIn(shape=(2,))) == "cai-producer"
 
 
 class _TorchStream:

@@ -13,8 +13,9 @@ import pyarrow as pa
 import pytest
 import torch
 
-from interop.errors import DeviceError, UnsupportedConversionError
 from interop.adapters import cudf_
+from interop.api import REGISTRY
+from interop.errors import DeviceError, UnsupportedConversionError
 from interop.tables import arrow_c, build
 from machine import machine
 
@@ -102,10 +103,10 @@ class _GradLike(torch.Tensor):
 def test_building_a_cudf_table_never_probes_the_cuda_array_interface(cudf_standin):
     col = torch.arange(3.0).as_subclass(_GradLike)
     if machine().count:  # the host column moved to the device, into the stand-in cuDF
-        assert list(build.build({"a": col}, "cudf")) == ["a"]
+        assert list(build.build(REGISTRY, {"a": col}, "cudf")) == ["a"]
     else:  # no CUDA device: the host column cannot be moved, and interop says so
         with pytest.raises(DeviceError, match="no CUDA device"):
-            build.build({"a": col}, "cudf")
+            build.build(REGISTRY, {"a": col}, "cudf")
 
 
 def test_cai_into_torch_names_no_device_so_torch_reads_the_pointers(monkeypatch):

@@ -267,16 +267,16 @@ def test_a_dlpack_edge_from_a_source_without_its_own_check_narrows_for_jax():
     """CuPy's DLPack edge into JAX (on the GPU) has no source-side check: the registry gives it
     JAX's dtype rules, so a float64 CuPy array takes the copy route, which casts. Shown here
     with a host stand-in for the source adapter (no GPU on this machine)."""
-    from interop.api import REGISTRY
     from interop.adapters import jax_, numpy_
-    from interop.adapters.base import COPY_ROUTE, Adapter
-    from interop.registry import _dlpack_edge
+    from interop.adapters.base import NEEDS_COPY, Adapter
+    from interop.api import REGISTRY
+    from interop.routing import dlpack_edge
 
     stand_in = Adapter(name="cupy-like", view=numpy_.view, export_dlpack=lambda x: x)
-    edge = _dlpack_edge(stand_in, REGISTRY.adapters["jax"], 2.0, device="cuda")
+    edge = dlpack_edge(stand_in, REGISTRY.adapters["jax"], 2.0, device="cuda")
     assert edge.check is not None
     verdict = edge.check(np.arange(3.0))
-    assert verdict[0] == COPY_ROUTE and "jax_enable_x64" in verdict[1]
+    assert verdict[0] == NEEDS_COPY and "jax_enable_x64" in verdict[1]
     assert edge.check(np.arange(3, dtype=np.float32)) is None
     assert jax_.RULES.narrows("<f8")[0] == "<f4"
 
@@ -284,7 +284,7 @@ def test_a_dlpack_edge_from_a_source_without_its_own_check_narrows_for_jax():
 def test_cupy_float64_into_jax_on_the_gpu_path_is_planned_with_jax_rules():
     from interop.api import REGISTRY
 
-    route = REGISTRY.route("cupy", "jax", "cuda")
+    route = REGISTRY.routes.route("cupy", "jax", "cuda")
     assert route and all(e.check is not None for e in route if e.target == "jax")
 
 

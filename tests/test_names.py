@@ -72,19 +72,19 @@ def test_a_table_option_on_an_array_still_says_where_it_applies():
 def test_aliases_share_one_plan(monkeypatch):
     REGISTRY.clear_plans()
     compiled = []
-    real = REGISTRY._compile
+    real = REGISTRY.runner.compile
 
     def spy(*args, **kw):
         compiled.append(args[:2])
         return real(*args, **kw)
 
-    monkeypatch.setattr(REGISTRY, "_compile", spy)
+    monkeypatch.setattr(REGISTRY.runner, "compile", spy)
     a = aligned(np.arange(4, dtype=np.float32))
     outs = [interop.to_framework(a, name) for name in ("torch", "pt", "PyTorch", "pytorch")
             for _ in range(2)]
     assert compiled == [("numpy", "torch")]  # planned once, under the canonical name
-    assert REGISTRY.fast["pt"] is REGISTRY.fast["torch"] is REGISTRY.fast["PyTorch"]
-    assert len({id(fn) for fn in REGISTRY.plans.values()}) == 1
+    assert REGISTRY.plans["pt"] is REGISTRY.plans["torch"] is REGISTRY.plans["PyTorch"]
+    assert len({id(fn) for per_type in REGISTRY.plans.values() for fn in per_type.values()}) == 1
     a[0] = 5.0  # every result is the same zero-copy view
     assert all(float(t[0]) == 5.0 for t in outs)
     interop.to_framework(a, "pt", copy=True)

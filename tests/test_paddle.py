@@ -506,9 +506,9 @@ def test_detection_aliases_and_routes(paddle):
     # one DLPack call between paddle and the DLPack frameworks (no detour through NumPy)
     for other in ("torch", "jax", "tensorflow"):
         for a, b in ((other, "paddle"), ("paddle", other)):
-            route = REGISTRY.route(a, b)
+            route = REGISTRY.routes.route(a, b)
             assert len(route) == 1 and route[0].via.startswith("DLPack"), (a, b, route)
-    assert [e.via for e in REGISTRY.route("tensorflow", "torch")] == [
+    assert [e.via for e in REGISTRY.routes.route("tensorflow", "torch")] == [
         "DLPack: torch.from_dlpack"]
 
 

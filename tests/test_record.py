@@ -56,8 +56,9 @@ def test_frozen_equality_hash_repr_and_replace():
 
 
 def test_the_registry_classes_are_records():
-    e = Edge("a", "b", "via", len)
-    assert (e.cost, e.device, e.eafp, e.fast) == (1.0, "cpu", False, None)
+    e = Edge("a", "b", "via", lambda: len)
+    assert (e.cost, e.device, e.check, e.accepts) == (1.0, "cpu", None, None)
+    assert e.convert([1, 2]) == 2
     r = ConsumerRules(name="x")
     assert dataclasses.replace(r, versioned=False).versioned is False and r.versioned
     with pytest.raises(dataclasses.FrozenInstanceError):

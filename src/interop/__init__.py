@@ -18,14 +18,13 @@ from .errors import ZeroCopyError as ZeroCopyError
 
 __version__ = "0.1.0"
 
-_API = {"can_convert", "explain", "register_converter", "register_framework",
+_API = {"can_convert", "explain", "frameworks", "register_converter", "register_framework",
         "shares_memory", "to_framework"}
 _PLAN = {"Plan", "Step"}
 _TABLES = {"aos_to_soa", "soa_to_aos"}
 
 __all__ = sorted(_API | _PLAN | _TABLES
-                 | {"InteropError", "NarrowingWarning", "ZeroCopyError", "errors",
-                    "frameworks"})
+                 | {"InteropError", "NarrowingWarning", "ZeroCopyError", "errors"})
 
 
 def __getattr__(name: str):
@@ -33,11 +32,6 @@ def __getattr__(name: str):
         from . import api
 
         value = getattr(api, name)
-    elif name == "frameworks":
-        # The subpackage of adapters; calling it lists the frameworks (api.frameworks).
-        from . import api, frameworks
-
-        value = frameworks
     elif name in _PLAN:
         from . import plan
 

@@ -88,6 +88,6 @@ def _compile(shape: tuple) -> Callable[..., Callable[[Any], Any]]:
         body.append("return x")
     source = (f"def make({', '.join(params)}):\n    def plan(x):\n"
               + "".join(f"        {line}\n" for line in body) + "    return plan\n")
-    namespace: dict[str, Any] = {"NeedsCopy": NeedsCopy}
+    namespace: dict[str, Any] = {"__name__": __name__, "NeedsCopy": NeedsCopy}
     exec(compile(source, f"<interop fast plan {len(shape)} steps>", "exec"), namespace)
     return namespace["make"]

@@ -78,6 +78,13 @@ class Registry:
         self.plans.clear()
         self.other.clear()
 
+    def kept(self) -> dict[tuple, Convert]:
+        """Every plan kept, as ``{(source type, target as asked, device, copy): plan}``."""
+        out = {(tp, target, None, None): fn for target, per_type in self.plans.items()
+               for tp, fn in per_type.items()}
+        out.update(self.other)
+        return out
+
     def known(self) -> list[str]:
         return sorted(n for n, a in self.adapters.items() if a.target)
 

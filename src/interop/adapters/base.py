@@ -188,13 +188,16 @@ def module(name: str) -> Any:
 
 def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | None],
                  strided: str | None = None,
-                 misaligned: tuple[str, str] | None = None) -> Check:
+                 misaligned: tuple[str, str] | None = None,
+                 item_strides: bool = False) -> Check:
     """The check for a 1-D NumPy array becoming a ``what`` (an Arrow-like column).
 
     ``dtype_verdict``: the dtype's verdict (``None``, ``STEP_COPIES`` for bit-packed booleans,
     ``UNSUPPORTED``). ``strided``: for a target whose call copies a strided array into a
-    dense buffer itself (``STEP_COPIES``), whose call it is. ``misaligned``: the verdict on
-    an array not aligned to its itemsize, and what the call does with it.
+    dense buffer itself (``STEP_COPIES``), whose call it is; ``item_strides``: that call
+    copies any array whose stride is not its itemsize (one element too), not only those
+    NumPy calls non-contiguous. ``misaligned``: the verdict on an array not aligned to its
+    itemsize, and what the call does with it.
     """
     def check(a: Any) -> tuple[str, str] | None:
         if a.ndim != 1:
@@ -206,7 +209,8 @@ def series_check(what: str, dtype_verdict: Callable[[Any], tuple[str, str] | Non
         flags = a.flags
         if misaligned and not flags.aligned:
             return misaligned[0], f"the array is not aligned to its itemsize: {misaligned[1]}"
-        if strided and (not flags.c_contiguous or (a.size and a.strides[0] != a.itemsize)):
+        if strided and (not flags.c_contiguous or (
+                item_strides and a.size and a.strides[0] != a.itemsize)):
             return STEP_COPIES, (f"strides {a.strides} are not contiguous: {strided} copies "
                                  "them into a dense buffer")
         return None

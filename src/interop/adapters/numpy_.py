@@ -31,6 +31,9 @@ def export_check(a: Any) -> tuple[str, str] | None:
     ts = dlpack.typestr_of(a.dtype)
     if ts not in DLPACK_DTYPES:
         return UNSUPPORTED, f"NumPy cannot export dtype {a.dtype} over DLPack"
+    why = dlpack.byte_order_obstacle(a.dtype)
+    if why:
+        return UNSUPPORTED, why
     if not a.flags.aligned:
         return NEEDS_COPY, "the array is not aligned to its itemsize"
     return None

@@ -137,6 +137,7 @@ def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
 
 
 _np_check = series_check("pyarrow Array", memo(_dtype_verdict), strided="pyarrow.array",
+                         item_strides=True,
                          misaligned=(NEEDS_COPY, "pyarrow.array would wrap it as it is, and "
                                      "Arrow buffers are aligned"))
 
