@@ -31,8 +31,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ..devices import cuda_devices
 from ..frameworks.base import installed
-from . import cuda_devices, memory, package_version
+from ..versions import package_version
+from . import memory
 
 CPU = ["numpy", "torch", "jax", "tensorflow", "paddle", "pyarrow", "pandas", "polars", "dlpack"]
 GPU = ["cupy", "numba", "cudf", "torch-cuda", "jax-gpu", "tensorflow-gpu", "paddle-gpu"]
