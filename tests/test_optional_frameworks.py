@@ -87,7 +87,7 @@ for name in ("tensorflow", "paddle"):
         assert "not installed" in str(e), e
     else:
         raise AssertionError("converted without the framework")
-    cell = table._pair(name, "numpy", 0)
+    cell = table.pair(name, "numpy", 0)
     assert cell["status"] == "not probed" and "not installed" in cell["reason"], cell
 pits = pitfalls.check_pitfalls((), [p for p in pitfalls.PITFALLS
                                     if p.framework in ("tensorflow", "paddle")])
