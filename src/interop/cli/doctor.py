@@ -15,7 +15,6 @@ import sys
 from typing import Any
 
 from ..devices import cuda_devices
-from ..versions import package_version
 from .pitfalls import NOT_INSTALLED, SKIPPED, UNKNOWN, check_pitfalls
 from .probes import ABSENT, PRESENT
 
@@ -49,15 +48,11 @@ def collect(skip: tuple[str, ...] = ()) -> dict[str, Any]:
     import interop
 
     n, why = cuda_devices()
-    fws = interop.frameworks()
-    for f in fws:  # a distribution named unlike its package (tensorflow-cpu, paddlepaddle)
-        if f["importable"] and not f["version"]:
-            f["version"] = package_version(f["name"])
     return {
         "interop": interop.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
-        "frameworks": fws,
+        "frameworks": interop.frameworks(),
         "gpus": {"count": n, "detail": why},
         "pool": pool_status(),
         "pitfalls": check_pitfalls(skip),
