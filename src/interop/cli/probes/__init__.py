@@ -12,9 +12,13 @@ that a :class:`Report` collects.
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any
 
 PRESENT, ABSENT = "present", "absent"
 
@@ -32,6 +36,17 @@ class Report:
 
     def print(self) -> None:
         print(json.dumps(self.found))
+
+
+def report_checks(framework: str, checks: Iterable[Callable[[Report, Any], None]]) -> None:
+    """In a probe: import ``framework`` (warnings silenced), run each of ``checks`` with the
+    report and the framework's module, and print the report."""
+    warnings.simplefilter("ignore")
+    module = importlib.import_module(framework)
+    report = Report()
+    for check in checks:
+        check(report, module)
+    report.print()
 
 
 def read_report(line: str) -> dict[str, list[str]]:

@@ -6,10 +6,9 @@ Prints a :class:`~interop.cli.probes.Report` of ``paddle-negative-strides``,
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-from . import Report
+from . import Report, report_checks
 
 
 def negative_strides(report: Report, paddle: Any) -> None:
@@ -73,17 +72,11 @@ def dlpack_device(report: Report, paddle: Any) -> None:
                "guarded: interop's producer reports " + repr(ours.__dlpack_device__()))
 
 
-PROBES = (negative_strides, readonly, uint16_bfloat16, dlpack_device)
+CHECKS = (negative_strides, readonly, uint16_bfloat16, dlpack_device)
 
 
 def main() -> None:
-    warnings.simplefilter("ignore")
-    import paddle
-
-    report = Report()
-    for probe in PROBES:
-        probe(report, paddle)
-    report.print()
+    report_checks("paddle", CHECKS)
 
 
 if __name__ == "__main__":

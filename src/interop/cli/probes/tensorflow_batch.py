@@ -9,10 +9,9 @@ process).
 from __future__ import annotations
 
 import sys
-import warnings
 from typing import Any
 
-from . import Report
+from . import Report, report_checks
 
 
 def numpy_copies(report: Report, tf: Any) -> None:
@@ -84,18 +83,12 @@ def paddle_after_tensorflow_guard(report: Report, tf: Any) -> None:
     report.add("paddle-after-tensorflow", True, "", guard)
 
 
-PROBES = (numpy_copies, bfloat16_writable, non_compact, string_guard,
+CHECKS = (numpy_copies, bfloat16_writable, non_compact, string_guard,
           paddle_after_tensorflow_guard)
 
 
 def main() -> None:
-    warnings.simplefilter("ignore")
-    import tensorflow as tf
-
-    report = Report()
-    for probe in PROBES:
-        probe(report, tf)
-    report.print()
+    report_checks("tensorflow", CHECKS)
 
 
 if __name__ == "__main__":
