@@ -128,3 +128,18 @@ def test_the_tensorflow_batch_probe_reports_each_of_its_pitfalls():
 def test_the_paddle_batch_probe_reports_each_of_its_pitfalls():
     found = _batch("paddle_batch")
     assert found["paddle-dlpack-device"][2] == "guarded: interop's producer reports (1, 0)"
+
+
+def test_the_doctor_process_never_imports_tensorflow_or_paddle():
+    """Everything TensorFlow or paddle runs in a probe's child, guards included (explaining a
+    conversion to TensorFlow may import it): here the children are stand-ins that report
+    nothing, and the doctor's own process must still not have imported either."""
+    code = ("import sys\nfrom interop.cli import doctor, probes\n"
+            "probes.run = lambda names: {n: (0, '') for n in names}\n"
+            "d = doctor.collect(())\n"
+            "assert any(p['framework'] == 'tensorflow' for p in d['pitfalls'])\n"
+            "print(sorted({m.partition('.')[0] for m in sys.modules} & {'tensorflow', 'paddle'}))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"

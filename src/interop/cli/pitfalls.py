@@ -187,15 +187,6 @@ def _jax_x64_guard() -> str:
     return "NOT guarded"
 
 
-def _tf_misaligned_guard() -> str:
-    import interop
-
-    plan = interop.explain(misaligned(), "tensorflow")
-    if not plan.zero_copy and any("aligned" in r for r in plan.reasons):
-        return "guarded: interop copies such buffers (copy=False raises ZeroCopyError)"
-    return "NOT guarded: the plan claims zero-copy"
-
-
 PITFALLS: list[Pitfall | ChildPitfall] = [
     ChildPitfall(
         id="torch-negative-strides", frameworks=("torch",),
@@ -227,7 +218,7 @@ PITFALLS: list[Pitfall | ChildPitfall] = [
                 "its kernels then abort the interpreter (Check failed: IsAligned())",
         probe="tensorflow_misaligned",
         fatal_call="importing a buffer 4 bytes off 64-byte alignment and summing it",
-        guard=_tf_misaligned_guard),
+        reported_by="tensorflow_batch"),
     ChildPitfall(
         id="tensorflow-string-dlpack", frameworks=("tensorflow",),
         summary="Tensor.__dlpack__ of a tf.string tensor aborts the interpreter",

@@ -2,8 +2,9 @@
 
 Prints a :class:`~interop.cli.probes.Report` of ``tensorflow-numpy-copies``,
 ``tensorflow-bfloat16-writable``, ``tensorflow-non-compact``, and interop's guards for
-``tensorflow-string-dlpack`` and ``paddle-after-tensorflow`` (whose own probes kill their
-process).
+``tensorflow-misaligned-abort``, ``tensorflow-string-dlpack`` and ``paddle-after-tensorflow``
+(whose own probes kill their process; explaining a conversion to TensorFlow may import it,
+so these guards are checked here, not in the doctor's process).
 """
 
 from __future__ import annotations
@@ -57,6 +58,17 @@ def non_compact(report: Report, tf: Any) -> None:
                if plan.supported and not plan.zero_copy else "NOT guarded")
 
 
+def misaligned_guard(report: Report, tf: Any) -> None:
+    import interop
+    from interop.cli.buffers import misaligned
+
+    plan = interop.explain(misaligned(), "tensorflow")
+    report.add("tensorflow-misaligned-abort", True, "",
+               "guarded: interop copies such buffers (copy=False raises ZeroCopyError)"
+               if not plan.zero_copy and any("aligned" in r for r in plan.reasons)
+               else "NOT guarded: the plan claims zero-copy")
+
+
 def string_guard(report: Report, tf: Any) -> None:
     import interop
     from interop.errors import UnsupportedConversionError
@@ -83,7 +95,7 @@ def paddle_after_tensorflow_guard(report: Report, tf: Any) -> None:
     report.add("paddle-after-tensorflow", True, "", guard)
 
 
-CHECKS = (numpy_copies, bfloat16_writable, non_compact, string_guard,
+CHECKS = (numpy_copies, bfloat16_writable, non_compact, misaligned_guard, string_guard,
           paddle_after_tensorflow_guard)
 
 
