@@ -18,7 +18,7 @@ pytest.importorskip("pyarrow")
 # TensorFlow and PaddlePaddle are probed by their own suites (tests/test_tensorflow.py and
 # tests/test_paddle.py, in their own processes): this run never imports them.
 CORE = [n for n in table.CPU if n not in table.OPTIONAL]
-HERE = [n for n in CORE if table._installed(n)]  # a GPU host may lack some (polars)
+HERE = [n for n in CORE if table.package_installed(n)]  # a GPU host may lack some (polars)
 CPU_SECTIONS = ("Every pair", "Layouts and dtypes")
 
 
@@ -162,7 +162,7 @@ def test_retired_frameworks_have_a_row_and_a_column_saying_why(fresh):
     md = table.markdown(fresh)
     cells = table.parse_markdown(md)
     why = "not supported (MXNet is retired upstream (Apache attic, 2023) and needs NumPy < 2)"
-    for name in table._host_side(fresh["targets"]):
+    for name in table.host_side(fresh["targets"]):
         assert cells[("Every pair", "mxnet", name)] == why
         assert cells[("Every pair", name, "mxnet")] == why
 
@@ -193,7 +193,7 @@ def _device_run(fresh: dict) -> dict:
     """A record as a device run writes it, from this machine's probe with the GPU cells
     replaced by stand-in outcomes (this test checks the rendering, not a GPU)."""
     data = json.loads(json.dumps(fresh))
-    for i, c in enumerate(c for c in data["pairs"] if table._is_gpu_pair(c)):
+    for i, c in enumerate(c for c in data["pairs"] if table.is_gpu_pair(c)):
         c.update(status=table.ZERO_COPY, reason=None) if i % 2 else c.update(
             status=table.COPY, reason=f"reason {i % 3}")
     return table.gpu_record(data, DEVICE, "2026-11-24")
@@ -201,7 +201,7 @@ def _device_run(fresh: dict) -> dict:
 
 def test_gpu_section_renders_every_cell_of_a_device_run(fresh):
     record = _device_run(fresh)
-    assert record["pairs"] and all(table._is_gpu_pair(c) for c in record["pairs"])
+    assert record["pairs"] and all(table.is_gpu_pair(c) for c in record["pairs"])
     md = table.markdown(fresh, record)
     assert "Verified on GPU: probed on Stand-in GPU (NVIDIA driver 1.2.3, CUDA 13.0) on " \
            "2026-11-24" in md
@@ -247,7 +247,7 @@ def test_gpu_cells_match_the_recorded_device_run():
                     "./scripts/gpu-check.sh records one")
     fresh = table.build(skip=table.OPTIONAL)
     here = fresh["versions"]
-    now = {(c["source"], c["target"]): c for c in fresh["pairs"] if table._is_gpu_pair(c)}
+    now = {(c["source"], c["target"]): c for c in fresh["pairs"] if table.is_gpu_pair(c)}
     compared = 0
     for c in record["pairs"]:
         fws = table.frameworks_of("", c["source"], c["target"])

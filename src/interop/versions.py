@@ -1,8 +1,9 @@
-"""Installed versions of packages, read from their distributions without importing them."""
+"""Installed versions of packages, read from distribution metadata without importing them."""
 
 from __future__ import annotations
 
-_DISTS: dict[str, list[str]] = {}
+import importlib.metadata as md
+from functools import cache
 
 
 def package_version(package: str) -> str | None:
@@ -11,17 +12,20 @@ def package_version(package: str) -> str | None:
     The distribution may be named differently (``tensorflow`` ships as ``tensorflow-cpu``,
     ``paddle`` as ``paddlepaddle``); ``None`` when it is not installed.
     """
-    import importlib.metadata as md
-
     try:
         return md.version(package)
     except md.PackageNotFoundError:
         pass
-    if not _DISTS:
-        _DISTS.update(md.packages_distributions())
-    for dist in _DISTS.get(package, ()):
+    for dist in _distributions().get(package, ()):
         try:
             return md.version(dist)
         except md.PackageNotFoundError:
             continue
     return None
+
+
+@cache
+def _distributions() -> dict[str, list[str]]:
+    """``{importable package: [distributions that provide it]}`` (read once: it scans every
+    installed distribution)."""
+    return md.packages_distributions()

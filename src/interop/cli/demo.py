@@ -24,7 +24,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from . import cuda_devices, memory
+from ..devices import cuda_devices
+from . import memory
 
 FEATURES = ("x1", "x2", "x3")
 
