@@ -1,8 +1,8 @@
 """``record``: a dataclass whose ``__init__``, ``__repr__`` and ``__eq__`` (and, if frozen,
 ``__hash__``, ``__setattr__``, ``__delattr__``) are shared functions instead of code that
 ``dataclasses`` writes and compiles for each class. That compilation was most of the cost of a
-first ``to_framework`` (about 2.5 ms for the registry's three classes); construction is a
-little slower, which does not matter for classes built while the registry loads."""
+first ``to_framework``; construction is a little slower, which does not matter for classes
+built while the registry loads."""
 
 from __future__ import annotations
 

@@ -103,17 +103,20 @@ def _arrow_to_jax_check(x: Any) -> tuple[str, str] | None:
 
 def _arrow_to_jax_converter() -> Any:
     """``jax.dlpack.from_dlpack`` of a writable alias of the values; an empty array made on
-    the host, as the data was (JAX's default device may be a GPU)."""
+    the host, as the data was (JAX's default device may be a GPU). Anything but one dense
+    chunk of integers or floats JAX holds as they are: ``NeedsCopy``."""
     jax, np = module("jax"), module("numpy")
     from_dlpack, device_put, cpu = jax.dlpack.from_dlpack, jax.device_put, jax_.host()
+    chunked, kept, narrows = module("pyarrow").ChunkedArray, jax_.KEPT, jax_.narrows
 
     def convert(x: Any) -> Any:
-        x = pyarrow_.single_chunk(x)
+        if type(x) is chunked:  # a table column: its one chunk
+            if x.num_chunks != 1:
+                raise NeedsCopy(NEEDS_COPY, "several chunks")
+            x = x.chunk(0)
         k = _arrow_kind(x.type)
-        if k is None or x.null_count or type(x).__name__ == "ChunkedArray" or (
-                k[0] not in jax_.KEPT and jax_.narrows(k[0])):
-            raise NeedsCopy(NEEDS_COPY, "not a dense integer or floating Arrow array JAX "
-                            "holds as it is")
+        if k is None or x.null_count or (k[0] not in kept and narrows(k[0])):
+            raise NeedsCopy(NEEDS_COPY, "not a dense array of a dtype JAX holds as it is")
         if not len(x):
             return device_put(np.zeros(0, dtype=k[2]), cpu)
         return from_dlpack(_arrow_values(x, k))

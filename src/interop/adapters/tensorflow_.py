@@ -141,7 +141,7 @@ def _tensor_verdict(t: Any, host_only: str) -> tuple[str, str] | None:
         return None
     if name in _HOST_ONLY:
         return host_only, (f"TensorFlow shares {name} tensors over no zero-copy protocol "
-                           "(DLPack refuses them): one copy through NumPy")
+                           "(DLPack refuses them): numpy.asarray copies them")
     return UNSUPPORTED, (f"TensorFlow dtype {name} has no DLPack or NumPy buffer to share "
                          "(only numeric tensors convert)")
 
