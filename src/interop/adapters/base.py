@@ -180,6 +180,25 @@ def installed(package: str) -> bool:
         return False
 
 
+def gpu_probe(package: str, sees_gpu: Callable[[Any], Any]) -> Callable[[], bool]:
+    """An :attr:`ArrayAdapter.gpu_present` asking ``sees_gpu(module)`` once, after
+    ``package`` is imported (never importing it); an error from it counts as no GPU."""
+    answer: list[bool] = []
+
+    def present() -> bool:
+        m = sys.modules.get(package)
+        if m is None:
+            return False
+        if not answer:
+            try:
+                answer.append(bool(sees_gpu(m)))
+            except Exception:  # a broken CUDA setup: host values only, as without a GPU
+                return False
+        return answer[0]
+
+    return present
+
+
 def module(name: str) -> Any:
     """The framework module ``name``, imported on first use (later calls: a dict lookup)."""
     m = sys.modules.get(name)

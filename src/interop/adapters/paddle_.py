@@ -39,19 +39,15 @@ from .base import (
     ConsumerRules,
     Edge,
     fixed,
+    gpu_probe,
     installed,
     readonly_source,
     view_obstacle,
 )
 
 # paddle dtype name -> type string, for every dtype paddle exports and imports over DLPack.
-_TYPESTR = {
-    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
-    "uint8": "|u1", "uint32": "<u4", "uint64": "<u8",
-    "float16": "<f2", "bfloat16": "bfloat16", "float32": "<f4", "float64": "<f8",
-    "complex64": "<c8", "complex128": "<c16",
-    "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
-}
+_TYPESTR = dlpack.typestrs((*(n for n in dlpack.NAMED if n != "uint16"), "bfloat16",
+                            "float8_e4m3fn", "float8_e5m2"))
 _ACCEPTED = frozenset(_TYPESTR.values())
 _ML = frozenset(ts for ts in _ACCEPTED if ts[0] not in "<>|")
 
@@ -211,19 +207,8 @@ def _to_capsule(t: Any) -> Any:
     return dlpack.export(_Producer(t))
 
 
-@cache
-def _gpus() -> bool:
-    paddle = sys.modules["paddle"]
-    return bool(paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count())
-
-
-def _gpu_present() -> bool:
-    if "paddle" not in sys.modules:
-        return False
-    try:
-        return _gpus()
-    except Exception:
-        return False
+_gpu_present = gpu_probe("paddle", lambda paddle: paddle.is_compiled_with_cuda()
+                         and paddle.device.cuda.device_count())
 
 
 def _to_device(arr: Any, index: int) -> Any:

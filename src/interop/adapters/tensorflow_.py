@@ -42,17 +42,13 @@ from .base import (
     Edge,
     NeedsCopy,
     fixed,
+    gpu_probe,
     installed,
     view_obstacle,
 )
 
 # TensorFlow dtype name -> type string, for every dtype TF exports and imports over DLPack.
-_TYPESTR = {
-    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
-    "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
-    "float16": "<f2", "bfloat16": "bfloat16", "float32": "<f4", "float64": "<f8",
-    "complex64": "<c8", "complex128": "<c16",
-}
+_TYPESTR = dlpack.typestrs((*dlpack.NAMED, "bfloat16"))
 _ACCEPTED = frozenset(_TYPESTR.values())
 # Dtypes TensorFlow holds but exports over no zero-copy protocol: numpy.asarray copies them.
 _HOST_ONLY = frozenset({"float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
@@ -141,7 +137,7 @@ def _tensor_verdict(t: Any, host_only: str) -> tuple[str, str] | None:
         return None
     if name in _HOST_ONLY:
         return host_only, (f"TensorFlow shares {name} tensors over no zero-copy protocol "
-                           "(DLPack refuses them): numpy.asarray copies them")
+                           "(DLPack refuses it): numpy.asarray copies them")
     return UNSUPPORTED, (f"TensorFlow dtype {name} has no DLPack or NumPy buffer to share "
                          "(only numeric tensors convert)")
 
@@ -310,19 +306,7 @@ def _to_numpy(t: Any) -> Any:
     return _tf_to_numpy(t)
 
 
-@cache
-def _gpus() -> bool:
-    tf = sys.modules["tensorflow"]
-    return bool(tf.config.list_physical_devices("GPU"))
-
-
-def _gpu_present() -> bool:
-    if "tensorflow" not in sys.modules:
-        return False
-    try:
-        return _gpus()
-    except Exception:
-        return False
+_gpu_present = gpu_probe("tensorflow", lambda tf: tf.config.list_physical_devices("GPU"))
 
 
 def _to_device(arr: Any, index: int) -> Any:

@@ -24,15 +24,8 @@ from .base import (
     readonly_source,
 )
 
-_NAMES = {
-    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
-    "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
-    "float16": "<f2", "float32": "<f4", "float64": "<f8",
-    "complex64": "<c8", "complex128": "<c16", "bfloat16": "bfloat16",
-    "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
-    "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz",
-    "float8_e8m0fnu": "float8_e8m0fnu",
-}
+_NAMES = dlpack.typestrs((*dlpack.NAMED, "bfloat16", "float8_e4m3fn", "float8_e5m2",
+                          "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"))
 _BITS = {1: "|u1", 2: "<u2"}
 _COMPLEX = frozenset({"<c8", "<c16"})
 """torch's complex kernels need elements at multiples of the itemsize (NumPy's ``aligned``

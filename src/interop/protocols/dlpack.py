@@ -160,6 +160,18 @@ _TO_DL: dict[str, tuple[int, int]] = {
 _FROM_DL: dict[tuple[int, int], str] = {v: k for k, v in _TO_DL.items()}
 DL_TYPESTRS = frozenset(_TO_DL)
 """The dtype strings DLPack has a type code for."""
+NAMED = {
+    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+    "float16": "<f2", "float32": "<f4", "float64": "<f8", "complex64": "<c8", "complex128": "<c16",
+}
+"""The type string of each dtype name NumPy, torch, TensorFlow and paddle share."""
+
+
+def typestrs(names: Any) -> dict[str, str]:
+    """``{dtype name: type string}`` for ``names``: those of :data:`NAMED`, and bfloat16 and
+    float8 names, which are their own type strings."""
+    return {n: NAMED.get(n, n) for n in names}
 _SUBBYTE = {Code.FLOAT6_E2M3FN, Code.FLOAT6_E3M2FN, Code.FLOAT4_E2M1FN}
 
 
