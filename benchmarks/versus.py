@@ -49,7 +49,7 @@ def export_base(rev: str, into: Path) -> Path:
     return into
 
 
-def dispatch(quick: bool) -> list[dict[str, Any]]:
+def dispatch(quick: bool, only: set[str] | None = None) -> list[dict[str, Any]]:
     import interop_base
 
     import interop
@@ -59,7 +59,7 @@ def dispatch(quick: bool) -> list[dict[str, Any]]:
     plans = []
     for src in FRAMEWORKS:
         for tgt in FRAMEWORKS:
-            if src == tgt:
+            if src == tgt or (only and f"{src}->{tgt}" not in only):
                 continue
             x = values[src]
             env = {"x": x, "new": interop.to_framework, "base": interop_base.to_framework,
@@ -137,11 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="few samples (a smoke run)")
     ap.add_argument("--runs", type=int, default=9, help="fresh interpreters per first call")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--pairs", default="", help="comma-separated pairs (default: all)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         base_dir = export_base(args.base, Path(tmp))
         sys.path.insert(0, str(base_dir))
-        rows = dispatch(args.quick)
+        rows = dispatch(args.quick, {p for p in args.pairs.split(",") if p})
         first = first_call(base_dir, 1 if args.quick else args.runs)
     print(f"dispatch overhead over the native call, us (paired medians), base {args.base}:")
     for r in rows:

@@ -17,13 +17,13 @@ from ..protocols import dlpack
 from ..view import BufferView, c_strides
 from . import numpy_
 from .base import (
-    C_CONTIGUOUS,
     NEEDS_COPY,
     STEP_COPIES,
     Accepts,
     ArrayAdapter,
     ConsumerRules,
     Edge,
+    NeedsCopy,
     memo,
     module,
     view_obstacle,
@@ -156,13 +156,17 @@ def _from_numpy_converter() -> Any:
     """``jax.dlpack.from_dlpack`` of a writable array; ``jax.device_put(may_alias=True)`` of
     a read-only one (NumPy will not export it as the legacy DLPack XLA asks for) and of
     bfloat16/float8 (NumPy cannot export them at all). Either aliases a compact 64-byte
-    aligned buffer and copies any other."""
+    aligned buffer and copies any other; a buffer that is not row-major (XLA would take it
+    with a layout of its own) is ``NeedsCopy``."""
     jax = module("jax")
     from_dlpack, device_put, cpu = jax.dlpack.from_dlpack, jax.device_put, host()
     ml = _numpy_dtypes(ML)
 
     def convert(a: Any) -> Any:
-        if a.flags.writeable and a.dtype not in ml:
+        flags = a.flags  # one read for both tests
+        if not flags.c_contiguous:
+            raise NeedsCopy(NEEDS_COPY, "not a row-major buffer")
+        if flags.writeable and a.dtype not in ml:
             return from_dlpack(a)
         return device_put(a, cpu, may_alias=True)
 
@@ -215,8 +219,7 @@ def _edges() -> list[Edge]:
         Edge("numpy", "jax", "jax.dlpack.from_dlpack, or jax.device_put for read-only and "
              "bfloat16/float8", _from_numpy_converter, check=from_numpy_check,
              hazard=_immutable_hazard,
-             accepts=Accepts(lambda: (module("numpy").ndarray,), _numpy_accepts,
-                             flags=C_CONTIGUOUS)),
+             accepts=Accepts(lambda: (module("numpy").ndarray,), _numpy_accepts)),
         # the check's only verdict is STEP_COPIES (sharded, or on a GPU): numpy.asarray copies
         Edge("jax", "numpy", "numpy.asarray (__array__)", lambda: module("numpy").asarray,
              check=_to_numpy_check, accepts=Accepts(_array_types)),
