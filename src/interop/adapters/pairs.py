@@ -4,7 +4,6 @@ and the DLPack/CAI edges the registry makes. They use the adapters' public funct
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 from ..protocols import dlpack
@@ -25,23 +24,8 @@ from .base import (
 # ---- Arrow -> JAX: one step over the values buffer ---------------------------------------
 # NumPy's view of an Arrow array is read-only, which NumPy will not export as the legacy
 # DLPack JAX asks for, and pyarrow's own legacy export warns on every call: so the Arrow
-# values buffer goes to JAX through a writable NumPy alias that only XLA holds (JAX never
-# writes to its buffers). The alias is a ctypes array over the buffer; ctypes makes one
-# array type per byte length, so at most _CARRIER_BOUND of them are made.
-
-_CARRIER_BOUND = 256
-_CARRIERS: dict[int, Any] = {}
-
-
-class _Alias:
-    """An ``__array_interface__`` over memory ``base`` owns, keeping ``base`` alive."""
-
-    __slots__ = ("__array_interface__", "base")
-
-    def __init__(self, interface: dict, base: Any) -> None:
-        self.__array_interface__ = interface
-        self.base = base
-
+# values buffer goes to JAX through a writable NumPy alias that only XLA holds
+# (jax_.writable_alias).
 
 def _arrow_kind_of(t: Any) -> tuple[str, int, Any] | None:
     """(NumPy typestr, itemsize, NumPy dtype) of an Arrow integer or floating type, else
@@ -58,26 +42,11 @@ def _arrow_kind_of(t: Any) -> tuple[str, int, Any] | None:
 _arrow_kind = memo_by(ARROW_TYPE_ID, _arrow_kind_of)
 
 
-def _carrier(nbytes: int) -> Any:
-    """``ctypes.c_char * nbytes``, or ``None`` once ``_CARRIER_BOUND`` lengths have one."""
-    c = _CARRIERS.get(nbytes)
-    if c is None and len(_CARRIERS) < _CARRIER_BOUND:
-        c = _CARRIERS[nbytes] = ctypes.c_char * nbytes
-    return c
-
-
 def _arrow_values(x: Any, k: tuple[str, int, Any]) -> Any:
     """A writable NumPy alias of the values of Arrow array ``x`` (one chunk, no nulls, not
     empty) of kind ``k``, which keeps ``x`` alive."""
-    ts, n, dtype = k
-    ptr = x.buffers()[1].address + x.offset * n
-    carrier = _carrier(len(x) * n)
-    if carrier is None:
-        return module("numpy").asarray(
-            _Alias({"data": (ptr, False), "shape": (len(x),), "typestr": ts, "version": 3}, x))
-    buf = carrier.from_address(ptr)
-    buf.owner = x
-    return module("numpy").frombuffer(buf, dtype)
+    _, n, dtype = k
+    return jax_.writable_alias(x.buffers()[1].address + x.offset * n, len(x), dtype, x)
 
 
 def _arrow_to_jax_check(x: Any) -> tuple[str, str] | None:
