@@ -1,4 +1,5 @@
-"""The fast form of a plan, made from its edges' :class:`~interop.adapters.edge.Accepts`.
+"""The fast form of a plan, made from its edges' :class:`~interop.adapters.edge.Accepts`
+(by a pair's second ``copy=None`` conversion: the first runs the checked plan).
 
 For ``copy=None`` a plan runs each step's conversion straight away on a value its edge
 accepts, and hands any other value, or one whose conversion raises ``NeedsCopy``, to the

@@ -6,7 +6,8 @@ built while the registry loads."""
 
 from __future__ import annotations
 
-from dataclasses import MISSING, FrozenInstanceError, dataclass, fields
+import dataclasses
+from dataclasses import MISSING, Field, FrozenInstanceError
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -18,8 +19,7 @@ def record(cls: type[T] | None = None, *, frozen: bool = False) -> Any:
     ``dataclasses.fields`` and ``dataclasses.replace`` work on them as on any dataclass."""
 
     def wrap(c: type[T]) -> type[T]:
-        c = dataclass(init=False, repr=False, eq=False)(c)
-        spec = tuple((f.name, f.default, f.default_factory) for f in fields(c))
+        spec = _fields(c)
         c.__record_spec__ = spec  # type: ignore[attr-defined]
         c.__record_names__ = tuple(name for name, _, _ in spec)  # type: ignore[attr-defined]
         c.__init__ = _init  # type: ignore[misc]
@@ -34,6 +34,29 @@ def record(cls: type[T] | None = None, *, frozen: bool = False) -> Any:
         return c
 
     return wrap if cls is None else wrap(cls)
+
+
+def _fields(c: type) -> tuple[tuple[str, Any, Any], ...]:
+    """``(name, default, default_factory)`` of each annotated field of ``c``, in order; the
+    class gets the ``__dataclass_fields__`` that ``dataclasses.fields`` and
+    ``dataclasses.replace`` read (without ``dataclasses.dataclass``, which compiles code per
+    class: most of what a first ``to_framework`` would spend on these classes)."""
+    out = []
+    found: dict[str, Field] = {}
+    for name, annotation in c.__dict__.get("__annotations__", {}).items():
+        value = c.__dict__.get(name, MISSING)
+        f = value if isinstance(value, Field) else dataclasses.field(default=value)
+        f.name, f.type = name, annotation
+        f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # what fields() reads
+        if isinstance(value, Field):  # as dataclass leaves it: the default, or nothing
+            if f.default is MISSING:
+                delattr(c, name)
+            else:
+                setattr(c, name, f.default)
+        found[name] = f
+        out.append((name, f.default, f.default_factory))
+    c.__dataclass_fields__ = found  # type: ignore[attr-defined]
+    return tuple(out)
 
 
 def _init(self: Any, *args: Any, **kw: Any) -> None:

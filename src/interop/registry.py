@@ -166,10 +166,26 @@ class Registry:
             if adapter.gpu_present():
                 fn = self.runner.dispatch(adapter, tgt, copy, device)
             else:
-                fn = self.runner.compile(src, tgt, copy, have[0], source_type=type(x)).run
+                compiled = self.runner.compile(src, tgt, copy, have[0], source_type=type(x))
+                fn = compiled.run
+                if compiled.fast is not None and not adapter.per_value_owner:
+                    # this call runs the checked plan; the next makes the fast form
+                    self._keep(x, target, tgt, device, copy,
+                               self._promoting(x, target, tgt, compiled.fast))
+                    return fn
             if not adapter.per_value_owner:
                 self._keep(x, target, tgt, device, copy, fn)
             return fn
+
+    def _promoting(self, x: Any, target: str, tgt: str,
+                   make: Callable[[], Convert]) -> Convert:
+        """A kept plan that, on its first call, makes the fast form and keeps it instead."""
+        def promote(y: Any) -> Any:
+            fast = make()
+            self._keep(x, target, tgt, None, None, fast)
+            return fast(y)
+
+        return promote
 
     def _table_plan(self, adapter: TableAdapter, x: Any, target: str, tgt: str, device: Any,
                     copy: bool | None, options: dict[str, Any] | None) -> Convert:

@@ -24,66 +24,74 @@ class Routes:
         self.adapters = adapters
         self.direct: list[Edge] = []
         self._cache: dict[tuple[str, str, str], list[Edge] | None] = {}
+        self._edges_from: dict[tuple[str, str], list[Edge]] = {}
 
     def add(self, edges: list[Edge]) -> None:
         self.direct.extend(edges)
-        self._cache.clear()
+        self.changed()
 
     def changed(self) -> None:
-        """Forget the paths found (an adapter was added)."""
+        """Forget the paths and edges found (an adapter or an edge was added)."""
         self._cache.clear()
+        self._edges_from.clear()
 
-    def edges(self, device: str) -> list[Edge]:
-        """Every edge on ``device``: the declared ones and the generic DLPack/CAI ones."""
-        out = [e for e in self.direct if e.device == device]
-        here = [a for a in self.adapters.values()
-                if isinstance(a, ArrayAdapter) and device in a.devices]
-        for s in here:
-            for t in here:
-                if t is s or not t.target:
-                    continue
-                if s.export_dlpack is not None and t.from_dlpack is not None and t.rules:
-                    cost = DLPACK_COST
-                    if s.exports_versioned_only and not t.rules.versioned:
-                        cost += LEGACY_PENALTY
-                    if s.hub or t.hub:
-                        cost -= HUB_BONUS
-                    out.append(dlpack_edge(s, t, cost, device))
-                if device != "cpu" and s.export_cai is not None and t.from_cai is not None:
-                    out.append(cai_edge(s, t, DLPACK_COST - HUB_BONUS * (s.hub or t.hub)))
+    def edges_from(self, source: str, device: str) -> list[Edge]:
+        """The edges out of ``source`` on ``device``: its declared ones, and a generic DLPack
+        (and, on a GPU, CUDA Array Interface) edge to every framework that imports them."""
+        out = [e for e in self.direct if e.source == source and e.device == device]
+        s = self.adapters.get(source)
+        if not isinstance(s, ArrayAdapter) or device not in s.devices:
+            return out
+        for t in self.adapters.values():
+            if t is s or not isinstance(t, ArrayAdapter) or not t.target \
+                    or device not in t.devices:
+                continue
+            if s.export_dlpack is not None and t.from_dlpack is not None and t.rules:
+                cost = DLPACK_COST
+                if s.exports_versioned_only and not t.rules.versioned:
+                    cost += LEGACY_PENALTY
+                if s.hub or t.hub:
+                    cost -= HUB_BONUS
+                out.append(dlpack_edge(s, t, cost, device))
+            if device != "cpu" and s.export_cai is not None and t.from_cai is not None:
+                out.append(cai_edge(s, t, DLPACK_COST - HUB_BONUS * (s.hub or t.hub)))
         return out
 
     def route(self, source: str, target: str, device: str = "cpu") -> list[Edge] | None:
         """Cheapest chain of edges from ``source`` to ``target`` on ``device`` (``[]``: same;
-        ``None``: no path). It needs no live value, so GPU routes can be read anywhere."""
+        ``None``: no path). It needs no live value, so GPU routes can be read anywhere; the
+        edges out of a framework are made when the search first leaves it."""
         key = (source, target, device)
         if key in self._cache:
             return self._cache[key]
-        found = [] if source == target else _shortest(self.edges(device), source, target)
+        found = [] if source == target else self._shortest(source, target, device)
         self._cache[key] = found
         return found
 
+    def _shortest(self, source: str, target: str, device: str) -> list[Edge] | None:
+        best: dict[str, float] = {source: 0.0}
+        queue: list[tuple[float, int, str, list[Edge]]] = [(0.0, 0, source, [])]
+        counter = 1
+        while queue:
+            cost, _, node, path = heapq.heappop(queue)
+            if node == target:
+                return path
+            if cost > best.get(node, float("inf")):
+                continue
+            for e in self._out(node, device):
+                c = cost + e.cost
+                if c < best.get(e.target, float("inf")):
+                    best[e.target] = c
+                    heapq.heappush(queue, (c, counter, e.target, path + [e]))
+                    counter += 1
+        return None
 
-def _shortest(edges: list[Edge], source: str, target: str) -> list[Edge] | None:
-    out: dict[str, list[Edge]] = {}
-    for e in edges:
-        out.setdefault(e.source, []).append(e)
-    best: dict[str, float] = {source: 0.0}
-    queue: list[tuple[float, int, str, list[Edge]]] = [(0.0, 0, source, [])]
-    counter = 1
-    while queue:
-        cost, _, node, path = heapq.heappop(queue)
-        if node == target:
-            return path
-        if cost > best.get(node, float("inf")):
-            continue
-        for e in out.get(node, []):
-            c = cost + e.cost
-            if c < best.get(e.target, float("inf")):
-                best[e.target] = c
-                heapq.heappush(queue, (c, counter, e.target, path + [e]))
-                counter += 1
-    return None
+    def _out(self, node: str, device: str) -> list[Edge]:
+        key = (node, device)
+        out = self._edges_from.get(key)
+        if out is None:
+            out = self._edges_from[key] = self.edges_from(node, device)
+        return out
 
 
 def dlpack_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float, device: str = "cpu") -> Edge:

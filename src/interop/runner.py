@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import devices
 from .adapters.base import (
     NULLS,
     STEP_COPIES,
@@ -27,9 +26,7 @@ from .errors import (
     UnsupportedConversionError,
     ZeroCopyError,
 )
-from .fastplan import fast_plan
 from .protocols import dlpack
-from .record import record
 
 if TYPE_CHECKING:
     from .routing import Routes
@@ -37,12 +34,15 @@ if TYPE_CHECKING:
 Convert = Callable[[Any], Any]
 
 
-@record(frozen=True)
 class Compiled:
-    """A route made runnable: its ``edges`` (what ``explain`` walks) and ``run``."""
+    """A route made runnable: its ``edges`` (what ``explain`` walks), ``run`` (the checked
+    plan) and ``fast`` (makes the plan's fast form; ``None``: the checked plan serves)."""
 
-    edges: tuple[Edge, ...]
-    run: Convert
+    __slots__ = ("edges", "run", "fast")
+
+    def __init__(self, edges: tuple[Edge, ...], run: Convert,
+                 fast: Callable[[], Convert] | None = None) -> None:
+        self.edges, self.run, self.fast = edges, run, fast
 
 
 class Runner:
@@ -55,8 +55,9 @@ class Runner:
     # ---- compiling -----------------------------------------------------------------------
     def compile(self, src: str, tgt: str, copy: bool | None, device: str = "cpu",
                 stream: Any = None, source_type: type | None = None) -> Compiled:
-        """The plan from ``src`` to ``tgt`` on ``device``: checked steps, and their fast form
-        when ``copy`` is ``None`` and a ``source_type`` is given."""
+        """The plan from ``src`` to ``tgt`` on ``device``: its checked steps and, when
+        ``copy`` is ``None`` and a ``source_type`` is given, what makes their fast form
+        (made when asked: a pair converted once never needs it)."""
         edges = self.routes.route(src, tgt, device)
         if edges is None:
             raise UnsupportedConversionError(
@@ -74,12 +75,17 @@ class Runner:
             then = self._checked_step(e, call, then, tgt, copy, device)
             checked.append(then)
         checked.reverse()
-        run = checked[0]
-        if copy is None and source_type is not None:
-            fast = fast_plan([(e.accepts, e.check is None, c, k)
-                              for e, c, k in zip(edges, calls, checked)], source_type)
-            run = fast or run
-        return Compiled(tuple(edges), run)
+        if copy is not None or source_type is None:
+            return Compiled(tuple(edges), checked[0])
+
+        def fast() -> Convert:
+            from .fastplan import fast_plan  # loaded by a pair's second call, not its first
+
+            return fast_plan([(e.accepts, e.check is None, c, k)
+                              for e, c, k in zip(edges, calls, checked)],
+                             source_type) or checked[0]
+
+        return Compiled(tuple(edges), checked[0], fast)
 
     def dispatch(self, adapter: ArrayAdapter, tgt: str, copy: bool | None,
                  device: Any) -> Convert:
@@ -218,6 +224,8 @@ class Runner:
         if where[0] == "cpu":
             return self.copy_route("numpy", arr, tgt) if copy else \
                 self.compile("numpy", tgt, None).run(arr)
+        from . import devices
+
         index = devices.current_cuda_device(tgt) if where[1] is None else where[1]
         devices.require_cuda(index)
         narrow = self.narrowing(arr.dtype, tgt, warn=True)
@@ -235,7 +243,9 @@ def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
     Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
     current CUDA device: ``("cuda", None)``."""
     if device is not None:
-        kind, index = devices.parse_device(device)
+        from .devices import parse_device  # loaded by the first device= given
+
+        kind, index = parse_device(device)
         if kind == have[0] and (index is None or index == have[1]):
             if tgt.devices == ("cuda",) and have[0] == "cpu":
                 raise DeviceError(
