@@ -76,17 +76,23 @@ def check(x: Any) -> tuple[str, str] | None:
     return None
 
 
-def _to_numpy_view(x: Any) -> Any:
-    """The NumPy view of ``x`` (of a ChunkedArray's one chunk); booleans unpacked and dates
-    converted (a ``STEP_COPIES`` verdict); where Arrow would copy, ``NeedsCopy``."""
-    x = single_chunk(x)
-    try:
-        return x.to_numpy(zero_copy_only=True)
-    except (ValueError, TypeError, NotImplementedError) as e:  # Arrow would have to copy
-        if _kind(x.type) in "bc":
-            return x.to_numpy(zero_copy_only=False)
-        raise NeedsCopy(NEEDS_COPY, f"{describe(x)}: Arrow cannot give a NumPy view without "
-                                    f"copying ({e})") from None
+def _to_numpy_converter() -> Any:
+    """The NumPy view of an array (of a ChunkedArray's one chunk); booleans unpacked and
+    dates converted (a ``STEP_COPIES`` verdict); where Arrow would copy, ``NeedsCopy``."""
+    chunked = module("pyarrow").ChunkedArray
+
+    def convert(x: Any) -> Any:
+        if type(x) is chunked and x.num_chunks == 1:
+            x = x.chunk(0)
+        try:
+            return x.to_numpy(zero_copy_only=True)
+        except (ValueError, TypeError, NotImplementedError) as e:  # Arrow would copy
+            if _kind(x.type) in "bc":
+                return x.to_numpy(zero_copy_only=False)
+            raise NeedsCopy(NEEDS_COPY, f"{describe(x)}: Arrow cannot give a NumPy view "
+                                        f"without copying ({e})") from None
+
+    return convert
 
 
 def numeric_array_types() -> tuple[type, ...]:
@@ -121,7 +127,7 @@ def view(x: Any) -> BufferView:
         from ..errors import UnsupportedConversionError
 
         raise UnsupportedConversionError(f"{describe(x)}: booleans are bit-packed, no byte view")
-    arr = _to_numpy_view(x)
+    arr = _to_numpy_converter()(x)
     from ..protocols.array_interface import view_of_numpy
 
     v = view_of_numpy(arr)
@@ -149,7 +155,7 @@ def _arrow_dtypes() -> frozenset[Any]:
 
 def _edges() -> list[Edge]:
     return [
-        Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", lambda: _to_numpy_view,
+        Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", _to_numpy_converter,
              check=check, accepts=Accepts(numeric_array_types)),
         Edge("numpy", "pyarrow", "pyarrow.array", lambda: module("pyarrow").array,
              check=_np_check, accepts=Accepts(lambda: (module("numpy").ndarray,),
