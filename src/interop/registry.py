@@ -26,7 +26,7 @@ from .runner import Runner, device_move
 if TYPE_CHECKING:
     from .plan import Plan
 
-Adapter = ArrayAdapter | TableAdapter
+AnyAdapter = ArrayAdapter | TableAdapter
 Convert = Callable[[Any], Any]
 
 
@@ -34,7 +34,7 @@ class Registry:
     """All adapters, their routes, and the plans made so far."""
 
     def __init__(self) -> None:
-        self.adapters: dict[str, Adapter] = {}
+        self.adapters: dict[str, AnyAdapter] = {}
         self._names: dict[str, str] = {}
         self._owners: dict[type, str | None] = {}
         self.routes = Routes(self.adapters)
@@ -49,7 +49,7 @@ class Registry:
         """``to_framework`` on this registry."""
 
     # ---- registration -------------------------------------------------------------------
-    def add(self, adapter: Adapter) -> None:
+    def add(self, adapter: AnyAdapter) -> None:
         """Register a framework (its names and its edges) or a kind of table."""
         with self._lock:
             self.adapters[adapter.name] = adapter
@@ -123,7 +123,7 @@ class Registry:
                 f"buffer protocol; known frameworks: {self.known()}")
         return name
 
-    def refusal(self, adapter: Adapter, x: Any, tgt: str) -> str | None:
+    def refusal(self, adapter: AnyAdapter, x: Any, tgt: str) -> str | None:
         """Why ``x`` goes to no framework but its own (:attr:`ArrayAdapter.refuse`)."""
         refuse = getattr(adapter, "refuse", None)
         return refuse(x) if refuse is not None and tgt != adapter.name else None
