@@ -3,7 +3,8 @@
 
 The base commit's ``src/interop`` is exported (``git archive``) and renamed to the package
 ``interop_base``, so both load in one process. Dispatch: for every CPU pair of
-``benchmarks.dispatch``, the native call, this checkout's ``to_framework`` and the base's are
+``benchmarks.dispatch``, the native call (its first spelling there that works zero-copy),
+this checkout's ``to_framework`` and the base's are
 timed in interleaved short samples, in passes over the pairs; each overhead is the median of
 the per-round differences from the native call. First call: fresh interpreters, alternately
 of the two versions, each importing its interop and converting one value (the frameworks
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(base_dir))
         rows = dispatch(args.quick, {p for p in args.pairs.split(",") if p})
         first = first_call(base_dir, 1 if args.quick else args.runs)
+    if not rows:
+        ap.error(f"no pair to time: {args.pairs!r} names none of {FRAMEWORKS} as 'src->tgt'")
     print(f"dispatch overhead over the native call, us (paired medians), base {args.base}:")
     for r in rows:
         print(f"  {r['pair']:18} base {r['base_us']:+.2f}  now {r['new_us']:+.2f}   "

@@ -1,5 +1,5 @@
-"""``explain``: the plan a conversion follows, rendered from the same compiled route and
-the same checks the runner runs, for one value."""
+"""``explain``: the plan a conversion follows, rendered from the same route (the edges the
+runner compiles) and the same checks the runner runs, for one value."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def explain(reg: Registry, x: Any, target: str, device: Any = None,
     if move is not None:
         return _move_plan(src, tgt, have, move, device, copy)
     dev = have[0]
-    if reg.routes.route(src, tgt, dev) is None:
+    edges = reg.routes.route(src, tgt, dev)  # what runner.compile makes the plan of
+    if edges is None:
         return Plan(src, tgt, (), False, (f"no conversion path from {src} to {tgt}",), (),
                     supported=False)
     if copy is True:
@@ -46,7 +47,6 @@ def explain(reg: Registry, x: Any, target: str, device: Any = None,
     hazards: list[str] = []
     zero_copy = True
     v = x
-    edges = reg.runner.compile(src, tgt, copy, dev).edges  # the plan to_framework runs
     for i, e in enumerate(edges):
         if e.hazard is not None:
             h = e.hazard(v)  # one hazard, or a tuple of them (an edge of two calls)

@@ -8,7 +8,7 @@ from typing import Any
 from ..record import record
 from .verdicts import Check
 
-C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x1, 0x100, 0x400
+C_CONTIGUOUS, ALIGNED = 0x1, 0x100
 """NumPy's flag bits (``ndarray.flags.num``), for :attr:`Accepts.flags`."""
 
 
@@ -24,7 +24,7 @@ class Accepts:
     dtypes: Callable[[], frozenset[Any]] | None = None
     """The ``x.dtype`` values taken; ``None``: any the type holds."""
     flags: int = 0
-    """NumPy flag bits (``C_CONTIGUOUS``, ``ALIGNED``, ``WRITEABLE``) that must all be set."""
+    """NumPy flag bits (``C_CONTIGUOUS``, ``ALIGNED``) that must all be set."""
     ndim: int | None = None
     """The number of dimensions taken; ``None``: any."""
 
