@@ -43,7 +43,8 @@ def _import_rmm() -> None:
     except ImportError as exc:
         raise MissingDependencyError(
             f"use_rmm_pool() needs RMM ({exc}); install the GPU extra of your CUDA major "
-            'version (nvidia-smi shows it): pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"'
+            'version (nvidia-smi shows it): pip install "interop-mempool[gpu-cu12]" or '
+            '"interop-mempool[gpu-cu13]"'
         ) from exc
 
 
