@@ -6,7 +6,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._base import FrameworkStatus, is_installed
+from ._base import FrameworkStatus, Unrestored, is_installed
 
 NAME = "cudf"
 MODULE = "cudf"
@@ -29,16 +29,19 @@ def install(resources: Mapping[int, Any]) -> Any:
     return None
 
 
-def uninstall(previous: Any) -> bool:
+def uninstall(previous: Any) -> Unrestored | None:
     """Nothing was hooked, nothing to undo."""
-    return True
+    return None
 
 
-def status() -> FrameworkStatus:
-    """cuDF is routed whenever it is installed: it always allocates through RMM."""
+def status(backend: str | None = None) -> FrameworkStatus:
+    """cuDF allocates through RMM's current resource: routed while a pool is RMM's resource."""
     if not is_installed(MODULE):
         return FrameworkStatus(NAME, False, "not installed", installed=False)
     imported = "" if "cudf" in sys.modules else " (not imported yet)"
+    if backend is None:
+        return FrameworkStatus(NAME, False, f"allocates through RMM's current device resource, "
+                                            f"which is not a mempool pool{imported}")
     return FrameworkStatus(
         NAME, True, f"allocates through RMM's current device resource natively{imported}"
     )
