@@ -35,13 +35,10 @@ def uninstall(previous: Any) -> Unrestored | None:
 
 
 def status(backend: str | None = None) -> FrameworkStatus:
-    """cuDF allocates through RMM's current resource: routed while a pool is RMM's resource."""
+    """cuDF is routed whenever it is installed: it always allocates through RMM."""
     if not is_installed(MODULE):
         return FrameworkStatus(NAME, False, "not installed", installed=False)
     imported = "" if "cudf" in sys.modules else " (not imported yet)"
-    if backend is None:
-        return FrameworkStatus(NAME, False, f"allocates through RMM's current device resource, "
-                                            f"which is not a mempool pool{imported}")
     return FrameworkStatus(
         NAME, True, f"allocates through RMM's current device resource natively{imported}"
     )

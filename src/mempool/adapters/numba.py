@@ -119,9 +119,6 @@ def status(backend: str | None = None) -> FrameworkStatus:
                 f"RMMNumbaManager is set, but Numba's context on device(s) {stale} was created "
                 "earlier and keeps its own memory manager",
             )
-        if backend is None:
-            return FrameworkStatus(NAME, False, "RMMNumbaManager is set, but no mempool pool "
-                                                "is RMM's resource")
         return FrameworkStatus(NAME, True, "numba.cuda.set_memory_manager(RMMNumbaManager)")
     if on_rmm:  # routed while a pool is RMM's resource (a pinned one too), not after close()
         return FrameworkStatus(NAME, backend is not None, _kept(on_rmm, driver._memory_manager))

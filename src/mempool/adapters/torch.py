@@ -209,8 +209,7 @@ def status(backend: str | None = None) -> FrameworkStatus:
         return FrameworkStatus(NAME, False, reason)
     if _uses_rmm(torch):
         return FrameworkStatus(
-            NAME, backend is not None,
-            "torch.cuda.memory.change_current_allocator(rmm_torch_allocator)",
+            NAME, True, "torch.cuda.memory.change_current_allocator(rmm_torch_allocator)",
         )
     if _backend(torch) == ASYNC:
         how = f"backend:{ASYNC}: PyTorch allocates natively from the device's default pool"
