@@ -138,7 +138,8 @@ def test_second_pool_with_same_settings_is_fine_different_is_an_error() -> None:
     assert "pool.close()" in message
     with pytest.raises(ConfigError, match="JAX allocator platform"):
         api.check_conflict(_settings(), _settings(jax_allocator="platform"))
-    with pytest.raises(ConfigError, match=r"async backend \(the device's default CUDA pool, shared natively\)"):
+    with pytest.raises(ConfigError,
+                       match=r"async backend \(the device's default CUDA pool, shared natively\)"):
         api.check_conflict(_settings(), _settings(backend="async"))
 
 
@@ -152,9 +153,8 @@ def test_async_pool_without_device_is_a_clear_error() -> None:
 
 
 def test_status_of_an_async_pool_leaves_out_the_counts_it_does_not_have() -> None:
-    from mempool.report import StatusReport
-
     from mempool.pool import STATISTICS
+    from mempool.report import StatusReport
 
     stats = dict.fromkeys(STATISTICS)
     stats.update(pool_bytes=1 << 30, pool_peak_bytes=2 << 30, in_use_bytes=3 << 20,

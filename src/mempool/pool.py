@@ -28,8 +28,8 @@ from types import ModuleType
 from typing import Any
 
 from . import adapters, asyncpool
-from .device import current_device, set_device
 from .adapters import Unrestored
+from .device import current_device, set_device
 from .errors import ConfigError, MempoolWarning
 from .sizes import format_size
 

@@ -65,8 +65,7 @@ def status(backend: str | None = None) -> FrameworkStatus:
     if rmm_cupy is not None and allocator is rmm_cupy.rmm_cupy_allocator:
         return FrameworkStatus(NAME, True, "cupy.cuda.set_allocator(rmm_cupy_allocator)")
     owner = getattr(allocator, "__self__", None)
-    kind = type(owner).__name__ if owner is not None else None
-    if kind == "MemoryAsyncPool":
+    if isinstance(owner, cupy.cuda.MemoryAsyncPool):
         if _on_default_pool(cupy, owner):
             how = "cupy.cuda.MemoryAsyncPool(pool_handles='default'): cudaMallocAsync"
             if backend == "async":
@@ -75,7 +74,7 @@ def status(backend: str | None = None) -> FrameworkStatus:
                 NAME, False, f"{how} from the device's default pool, which is not the pool"
             )
         return FrameworkStatus(NAME, False, "CuPy allocates with a MemoryAsyncPool of another pool")
-    if kind == "MemoryPool":
+    if isinstance(owner, cupy.cuda.MemoryPool):
         what = "CuPy's own memory pool"
     else:
         what = f"allocator {getattr(allocator, '__qualname__', repr(allocator))}"
