@@ -89,6 +89,10 @@ class ArrayAdapter:
     dlpack_call: str = ""
     """The consumer call named in plans, e.g. ``"torch.from_dlpack"``."""
     dlpack_hazard: Callable[[Any], str | None] | None = None
+    export_hazard: Callable[[Any], str | None] | None = None
+    """What any zero-copy result of a value risks, whatever the consumer (DALI writes later
+    batches into its output buffers): named on every DLPack and CUDA Array Interface edge
+    out of this framework; its own edges name it themselves."""
     exports_versioned_only: bool = False
     hub: bool = False
     """Paths through this framework win ties (NumPy on the host, CuPy on a GPU)."""
