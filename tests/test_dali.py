@@ -341,3 +341,21 @@ def test_gpu_ragged_batch_into_cupy(dali):
                                          for i in range(len(tl))]
     padded = interop.to_framework(tl, "torch", ragged="pad")
     assert padded.is_cuda and padded.shape[0] == 4
+
+
+# ---- the benchmark's harness (timings are never asserted) -----------------------------------
+
+def test_benchmark_pairs_interop_with_dalis_own_ways(dali):
+    from benchmarks import dali as bench
+
+    out = bench.run(quick=True)
+    assert [b["batch"] for b in out["batches"]] == ["small", "large"]
+    for b in out["batches"]:
+        assert set(b["targets"]) == {"torch", "numpy", "jax"}
+        for target, r in b["targets"].items():
+            # interop and DALI's view hand DALI's buffer over; DALI's copy copies it all
+            assert r["bytes_copied"] == {"interop": 0, "dali_copy": b["bytes"],
+                                         "dali_view": 0}, target
+            assert r["plan"].endswith("zero-copy")
+    text = "\n".join(bench.markdown(out))
+    assert "## 8. DALI" in text and "feed_ndarray" in text
