@@ -343,6 +343,30 @@ def test_gpu_ragged_batch_into_cupy(dali):
     assert padded.is_cuda and padded.shape[0] == 4
 
 
+# ---- the conversion table's DALI rows (live probes) -----------------------------------------
+
+def test_conversion_table_dali_rows_match_a_live_probe(dali):
+    """The committed conversion_table.md's DALI rows agree with a fresh probe of them (every
+    CPU target but TensorFlow and paddle, whose own suites import them)."""
+    from pathlib import Path
+
+    from interop.cli import table
+
+    md = (Path(__file__).resolve().parents[1] / "conversion_table.md").read_text()
+    committed = table.parse_markdown(md)
+    rows = [(label, make) for label, source, make in table.LAYOUTS if source == "dali"]
+    assert rows
+    for label, make in rows:
+        for target in table.CPU:
+            if target in ("tensorflow", "paddle"):
+                continue
+            c = table.probe("dali", target, make)
+            assert c["status"] == table.ZERO_COPY and c["plan_agrees"], (label, target, c)
+            expected = c["status"] + "".join(f" hazard ({h})" for h in c["hazards"])
+            assert committed[("Layouts and dtypes", label, target)] == expected, (
+                f"conversion_table.md is stale: regenerate it with `{table.REGENERATE}`")
+
+
 # ---- the benchmark's harness (timings are never asserted) -----------------------------------
 
 def test_benchmark_pairs_interop_with_dalis_own_ways(dali):

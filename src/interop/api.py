@@ -64,12 +64,13 @@ def _views(x: Any) -> list:
 
 
 def frameworks() -> list[dict[str, Any]]:
-    """Each known framework: importable, imported, version, devices, and what it speaks."""
+    """Each known framework: importable, imported, version, devices, what it speaks, and
+    whether it is a ``target`` (DALI is a source only)."""
     from .versions import package_version
 
     out = []
     for name, a in sorted(REGISTRY.adapters.items()):
-        if not isinstance(a, ArrayAdapter) or not a.target or name == "dlpack":
+        if not isinstance(a, ArrayAdapter) or not (a.target or a.modules) or name == "dlpack":
             continue
         importable = installed(a.package)
         version = package_version(a.package) if importable else None
@@ -82,7 +83,7 @@ def frameworks() -> list[dict[str, Any]]:
             speaks.append("DLPack import")
         out.append({"name": name, "aliases": list(a.aliases), "importable": importable,
                     "imported": a.package in sys.modules, "version": version,
-                    "devices": list(a.devices), "protocols": speaks})
+                    "devices": list(a.devices), "protocols": speaks, "target": a.target})
     return out
 
 
