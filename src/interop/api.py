@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .adapters.base import ArrayAdapter, Edge, fixed, installed
+from .adapters.base import ArrayAdapter, Edge, StructureAdapter, fixed, installed
 from .default import REGISTRY
 from .errors import InteropError
 
@@ -35,7 +35,8 @@ def can_convert(x: Any, target: str, *, device: str | None = None,
 
 def shares_memory(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device; a
-    value of several chunks overlaps where any of its chunks does."""
+    value of several chunks, or a structure, overlaps where any of its chunks or array
+    leaves does."""
     return any(va.device == vb.device and _overlap(va.extent(), vb.extent())
                for va in _views(a) for vb in _views(b))
 
@@ -45,11 +46,14 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _views(x: Any) -> list:
-    """The buffer views of ``x``: one, one per chunk, or none (no known buffer)."""
+    """The buffer views of ``x``: one, one per chunk, one per array leaf of a structure, or
+    none (no known buffer)."""
     try:
         adapter = REGISTRY.adapters[REGISTRY.owner(x)]
     except InteropError:
         return []
+    if isinstance(adapter, StructureAdapter):
+        return [v for leaf in adapter.leaves(REGISTRY, x) for v in _views(leaf)]
     if not isinstance(adapter, ArrayAdapter):
         return []
     parts = adapter.chunks(x) if adapter.chunks is not None else None

@@ -1,5 +1,6 @@
 """The default registry: every framework module listed in :mod:`interop.adapters`, the
-table kinds, the generic producers and the pair-specific edges, in detection order."""
+table kinds, the generic producers, the structures and the pair-specific edges, in detection
+order."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from importlib import import_module
 
 from . import adapters
 from .registry import Registry
+from .structures.adapter import STRUCTURES
 from .tables import adapters as tables
 
 
@@ -21,6 +23,7 @@ def build() -> Registry:
         reg.add(table)
     for producer in import_module(f".adapters.{adapters.PRODUCERS}", __package__).ADAPTERS:
         reg.add(producer)
+    reg.add(STRUCTURES)  # last: a value any other adapter owns is a leaf, not a node
     for edge in import_module(f".adapters.{adapters.PAIRS}", __package__).edges():
         reg.add_edge(edge)
     return reg

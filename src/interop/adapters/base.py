@@ -1,5 +1,6 @@
 """What a framework module declares: an :class:`ArrayAdapter` (its values, what it exports
-and imports, its own edges) or, for tables, a :class:`TableAdapter`.
+and imports, its own edges) or, for tables, a :class:`TableAdapter` (and, for nested
+structures, the one :class:`StructureAdapter`).
 
 The names a framework module needs (verdicts, rules, edges) are importable from here.
 """
@@ -153,6 +154,33 @@ class TableAdapter:
 
     def owns(self, x: Any) -> bool:
         return owns(self.modules, self.is_value, x)
+
+
+@record
+class StructureAdapter:
+    """Nested structures (dicts, lists, tuples, pytrees): recognised like a framework (after
+    every other adapter, so whatever another owns is a leaf); each array leaf is converted by
+    its own plan, through a plan made once per structure (:mod:`interop.structures`)."""
+
+    name: str
+    is_value: Callable[[Any], bool] = field(default=_never)
+    plan: Callable[..., Callable[[Any], Any]] | None = None
+    """``(registry, x, target as asked, target, device, copy, stream, options)`` -> the
+    converter of structures of ``type(x)``."""
+    explain: Callable[..., Plan] | None = None
+    """``(registry, x, target, device, copy, options)`` -> its :class:`~interop.plan.Plan`."""
+    leaves: Callable[[Any, Any], list[Any]] | None = None
+    """``(registry, x)`` -> the array leaves of ``x``."""
+    aliases: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    target: bool = False
+    per_value_owner: bool = False
+
+    def missing(self) -> str | None:
+        return None
+
+    def owns(self, x: Any) -> bool:
+        return self.is_value(x)
 
 
 def owns(modules: tuple[str, ...], is_value: Callable[[Any], bool], x: Any) -> bool:
