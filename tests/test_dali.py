@@ -199,6 +199,50 @@ def test_a_dense_batch_ignores_pad(dense):
     assert out.ctypes.data == dense.data_ptr()
 
 
+# ---- the whole output tuple in one call (the structures of issue 30) -------------------------
+
+def _two_outputs(dali):
+    from nvidia.dali import fn
+
+    def dense():
+        while True:
+            yield [np.full((2, 3), i, np.float32) for i in range(4)]
+
+    def ragged():
+        while True:
+            yield [np.full(s, 5, np.float32) for s in RAGGED]
+
+    @dali.pipeline_def(batch_size=4, num_threads=1, device_id=None)
+    def pipe():
+        return (fn.external_source(source=dense, batch=True),
+                fn.external_source(source=ragged, batch=True))
+
+    p = pipe()
+    p.build()
+    return p
+
+
+def test_the_output_tuple_converts_in_one_call(dali):
+    import torch
+
+    pipe = _two_outputs(dali)
+    outs = pipe.run()
+    got = interop.to_framework(outs, "torch", copy=False)
+    assert isinstance(got, tuple) and len(got) == 2
+    batch, samples = got
+    assert isinstance(batch, torch.Tensor) and batch.data_ptr() == outs[0].data_ptr()
+    assert [t.data_ptr() for t in samples] == [dali_ptr(outs[1][i]) for i in range(4)]
+    batch[3, 1, 2] = -1.0
+    samples[2][0] = -2.0
+    assert dali_read(outs[0][3])[1, 2] == -1.0 and dali_read(outs[1][2])[0] == -2.0
+    again = interop.to_framework(pipe.run(), "numpy")  # the structure's plan, kept
+    assert again[0].shape == (4, 2, 3) and [len(a) for a in again[1]] == [16, 48, 32, 64]
+    plan = interop.explain(outs, "torch")
+    from interop.adapters.dali_ import REUSE
+
+    assert plan.zero_copy and REUSE in plan.hazards
+
+
 # ---- buffer reuse across run()s ----------------------------------------------------------
 
 def test_default_executor_keeps_the_first_batch_after_the_second_run(dali):
