@@ -335,6 +335,49 @@ def _gpu_pipe(dali, **kw):
     return p
 
 
+def test_gpu_tensors_go_over_dlpack_with_the_stream(dali, monkeypatch):
+    """A stand-in ``TensorGPU`` (DALI's module name, its CUDA Array Interface v2 with a '=f'
+    type string, its enum device type): the plan is DALI's DLPack export with the reuse hazard
+    (its CAI has no stream, so it is not a route), ``stream=`` reaches ``__dlpack__``, and what
+    the producer raises comes back as an interop error."""
+    import nvidia.dali.backend_impl as backend
+    from nvidia.dali.backend_impl import DLDeviceType
+
+    from interop.adapters.dali_ import REUSE, view
+    from interop.errors import DeviceError, ProtocolError
+
+    class TensorGPU:
+        __module__ = "nvidia.dali.tensors"
+        __cuda_array_interface__ = {"shape": (4, 16), "typestr": "=f", "version": 2,
+                                    "data": (0x7F0000000000, False), "strides": None}
+
+        def __init__(self):
+            self.streams = []
+
+        def device_id(self):
+            return 0
+
+        def __dlpack_device__(self):
+            return (DLDeviceType.kDLCUDA, 0)
+
+        def __dlpack__(self, stream=None, **kw):
+            self.streams.append(stream)
+            raise BufferError("stand-in: no device here")
+
+    monkeypatch.setattr(backend, "TensorGPU", TensorGPU)
+    x = TensorGPU()
+    v = view(x)
+    assert (v.dtype, v.shape, v.strides, v.device) == ("<f4", (4, 16), (64, 4), ("cuda", 0))
+    for target, call in (("torch", "torch.from_dlpack"), ("cupy", "cupy.from_dlpack")):
+        plan = interop.explain(x, target)
+        assert [s.via for s in plan.steps] == [f"DLPack: {call}"] and REUSE in plan.hazards
+    with pytest.raises(ProtocolError, match="BufferError: stand-in"):
+        interop.to_framework(x, "torch", stream=5)
+    assert x.streams == [5]
+    with pytest.raises(DeviceError, match="device='cpu'"):
+        interop.to_framework(x, "numpy")
+
+
 @pytest.mark.gpu
 def test_gpu_dense_batch_into_torch_and_cupy(dali):
     import cupy
