@@ -126,6 +126,14 @@ def test_a_sample_and_the_dense_view_are_sources_too(dense, jax_cpu):
     assert j.unsafe_buffer_pointer() == dali_ptr(dense.as_tensor())
 
 
+def test_shares_memory_reads_a_batch_by_its_samples(dense, ragged):
+    out = interop.to_framework(dense, "torch")
+    samples = interop.to_framework(ragged, "numpy")
+    assert interop.shares_memory(dense, out) and interop.shares_memory(out, dense[3])
+    assert interop.shares_memory(ragged, samples[2]) and not interop.shares_memory(ragged, out)
+    assert not interop.shares_memory(dense, interop.to_framework(dense, "torch", copy=True))
+
+
 def test_copy_true_gives_a_fresh_buffer(dense):
     out = interop.to_framework(dense, "numpy", copy=True)
     assert out.ctypes.data != dense.data_ptr()

@@ -55,7 +55,8 @@ def _views(x: Any) -> list:
     if isinstance(adapter, StructureAdapter):
         return [v for leaf in adapter.leaves(REGISTRY, x) for v in _views(leaf)]
     if not isinstance(adapter, ArrayAdapter):
-        return []
+        parts = getattr(adapter, "parts", None)
+        return [v for part in parts(x) for v in _views(part)] if parts is not None else []
     parts = adapter.chunks(x) if adapter.chunks is not None else None
     if parts is not None:
         return [v for part in parts for v in _views(part)]

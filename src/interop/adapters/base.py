@@ -148,6 +148,9 @@ class TableAdapter:
     target: bool = False
     """Tables are sources; their targets are the array frameworks (and table frameworks)."""
     per_value_owner: bool = False
+    parts: Callable[[Any], list[Any]] | None = None
+    """The arrays a value is made of (the samples of a DALI batch), for
+    :func:`interop.shares_memory`; ``None``: it tells of none."""
 
     def missing(self) -> str | None:
         return missing(self.name, self.package, self.install)

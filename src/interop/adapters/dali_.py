@@ -235,6 +235,7 @@ BATCH = TableAdapter(
     is_value=_is_list,
     convert=_convert_batch,
     explain=_explain_batch,
+    parts=lambda tl: [tl[i] for i in range(len(tl))],
 )
 
 ADAPTERS = [ADAPTER, BATCH]
