@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .adapters.base import ArrayAdapter, Edge, fixed, installed
+from .adapters.base import ArrayAdapter, Edge, StructureAdapter, fixed, installed
 from .default import REGISTRY
 from .errors import InteropError
 
@@ -35,7 +35,8 @@ def can_convert(x: Any, target: str, *, device: Any = None,
 
 def shares_memory(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device; a
-    value of several chunks overlaps where any of its chunks does."""
+    value of several chunks, or a structure, overlaps where any of its chunks or array
+    leaves does."""
     return any(va.device == vb.device and _overlap(va.extent(), vb.extent())
                for va in _views(a) for vb in _views(b))
 
@@ -45,13 +46,17 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _views(x: Any) -> list:
-    """The buffer views of ``x``: one, one per chunk, or none (no known buffer)."""
+    """The buffer views of ``x``: one, one per chunk, one per array leaf of a structure, or
+    none (no known buffer)."""
     try:
         adapter = REGISTRY.adapters[REGISTRY.owner(x)]
     except InteropError:
         return []
+    if isinstance(adapter, StructureAdapter):
+        return [v for leaf in adapter.leaves(REGISTRY, x) for v in _views(leaf)]
     if not isinstance(adapter, ArrayAdapter):
-        return []
+        parts = getattr(adapter, "parts", None)
+        return [v for part in parts(x) for v in _views(part)] if parts is not None else []
     parts = adapter.chunks(x) if adapter.chunks is not None else None
     if parts is not None:
         return [v for part in parts for v in _views(part)]
@@ -64,12 +69,13 @@ def _views(x: Any) -> list:
 
 
 def frameworks() -> list[dict[str, Any]]:
-    """Each known framework: importable, imported, version, devices, and what it speaks."""
+    """Each known framework: importable, imported, version, devices, what it speaks, and
+    whether it is a ``target`` (DALI is a source only)."""
     from .versions import package_version
 
     out = []
     for name, a in sorted(REGISTRY.adapters.items()):
-        if not isinstance(a, ArrayAdapter) or not a.target or name == "dlpack":
+        if not isinstance(a, ArrayAdapter) or not (a.target or a.modules) or name == "dlpack":
             continue
         importable = installed(a.package)
         version = package_version(a.package) if importable else None
@@ -82,7 +88,7 @@ def frameworks() -> list[dict[str, Any]]:
             speaks.append("DLPack import")
         out.append({"name": name, "aliases": list(a.aliases), "importable": importable,
                     "imported": a.package in sys.modules, "version": version,
-                    "devices": list(a.devices), "protocols": speaks})
+                    "devices": list(a.devices), "protocols": speaks, "target": a.target})
     return out
 
 

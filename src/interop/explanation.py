@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import devices
-from .adapters.base import NEEDS_COPY, NULLS, UNSUPPORTED, NeedsCopy, TableAdapter
+from .adapters.base import (
+    NEEDS_COPY,
+    NULLS,
+    UNSUPPORTED,
+    NeedsCopy,
+    StructureAdapter,
+    TableAdapter,
+)
 from .errors import InteropError, NullsError
 from .plan import Plan, Step
 from .protocols import dlpack
@@ -28,6 +35,8 @@ def explain(reg: Registry, x: Any, target: str, device: Any = None,
     why = reg.refusal(adapter, x, tgt)
     if why:
         return Plan(src, tgt, (), False, (why,), supported=False, error=UNSUPPORTED)
+    if isinstance(adapter, StructureAdapter):
+        return adapter.explain(reg, x, tgt, device, copy, options)
     if isinstance(adapter, TableAdapter):
         return adapter.explain(reg, x, tgt, copy=copy, **(options or {}))
     have = adapter.device(x)

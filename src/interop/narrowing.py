@@ -28,6 +28,11 @@ def warn(reason: str) -> None:
     warnings.warn(NarrowingWarning(reason), stacklevel=level)
 
 
+def gathered() -> list[str] | None:
+    """The list the enclosing :func:`gather` appends to, or ``None`` outside one."""
+    return _gathered.get()
+
+
 @contextmanager
 def gather() -> Iterator[list[str]]:
     """Within the block, narrowing reasons are appended to the list given, not warned."""

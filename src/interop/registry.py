@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .adapters.base import ArrayAdapter, Edge, TableAdapter
+from .adapters.base import ArrayAdapter, Edge, StructureAdapter, TableAdapter
 from .devices import device_name
 from .errors import (
     FrameworkMissingError,
@@ -27,7 +27,7 @@ from .runner import Runner, device_move
 if TYPE_CHECKING:
     from .plan import Plan
 
-AnyAdapter = ArrayAdapter | TableAdapter
+AnyAdapter = ArrayAdapter | TableAdapter | StructureAdapter
 Convert = Callable[[Any], Any]
 
 
@@ -45,6 +45,9 @@ class Registry:
         target as the framework's name and as each name it was asked by (one dict each)."""
         self.other: dict[tuple, Convert] = {}
         """The plans for other ``device``/``copy``: ``{(type, target, device, copy): plan}``."""
+        self.structures: dict[tuple, list[Convert]] = {}
+        """The plans made per structure (:mod:`interop.structures`), newest first, per
+        ``(root type, target, device, copy, structure option)``."""
         self._lock = threading.RLock()
         self.convert = _converter(self)
         """``to_framework`` on this registry."""
@@ -78,6 +81,7 @@ class Registry:
         """Forget every plan made (the next call of each pair plans again)."""
         self.plans.clear()
         self.other.clear()
+        self.structures.clear()
 
     def kept(self) -> dict[tuple, Convert]:
         """Every plan kept, as ``{(source type, target as asked, device, copy): plan}``."""
@@ -110,19 +114,25 @@ class Registry:
 
     def owner(self, x: Any) -> str:
         """The name of the adapter owning ``x``; found once per type."""
-        tp = type(x)
-        try:
-            name = self._owners[tp]
-        except KeyError:
-            name = next((a.name for a in self.adapters.values() if a.owns(x)), None)
-            if name is not None and not self.adapters[name].per_value_owner:
-                self._owners[tp] = name
+        name = self.find_owner(x)
         if name is None:
+            tp = type(x)
             raise UnsupportedConversionError(
                 f"interop does not know how to read a {tp.__module__}.{tp.__qualname__}: it is "
                 "not an array of a known framework and speaks no DLPack, array interface or "
                 f"buffer protocol; known frameworks: {self.known()}")
         return name
+
+    def find_owner(self, x: Any) -> str | None:
+        """The name of the adapter owning ``x``, or ``None`` when none does."""
+        tp = type(x)
+        try:
+            return self._owners[tp]
+        except KeyError:
+            name = next((a.name for a in self.adapters.values() if a.owns(x)), None)
+            if name is not None and not self.adapters[name].per_value_owner:
+                self._owners[tp] = name
+            return name
 
     def refusal(self, adapter: AnyAdapter, x: Any, tgt: str) -> str | None:
         """Why ``x`` goes to no framework but its own (:attr:`ArrayAdapter.refuse`)."""
@@ -151,6 +161,11 @@ class Registry:
                 fn = self._known(x, target, tgt, device, copy)  # planned under another name
                 if fn is not None:
                     return fn
+            if isinstance(adapter, StructureAdapter):
+                fn = adapter.plan(self, x, target, tgt, device, copy, stream, options)
+                if stream is None and not options:
+                    self._keep(x, target, tgt, device, copy, fn)
+                return fn
             if isinstance(adapter, TableAdapter):
                 return self._table_plan(adapter, x, target, tgt, device, copy, options)
             if options:
@@ -182,13 +197,35 @@ class Registry:
 
     def _promoting(self, x: Any, target: str, tgt: str,
                    make: Callable[[], Convert]) -> Convert:
-        """A kept plan that, on its first call, makes the fast form and keeps it instead."""
-        def promote(y: Any) -> Any:
+        """A kept plan that, on its first call, makes the fast form and keeps it instead
+        (``promote.settle()`` does that at once, returning the fast form)."""
+        def settle() -> Convert:
             fast = make()
             self._keep(x, target, tgt, None, None, fast)
-            return fast(y)
+            return fast
 
+        def promote(y: Any) -> Any:
+            return settle()(y)
+
+        promote.settle = settle  # type: ignore[attr-defined]
         return promote
+
+    def leaf_plan(self, x: Any, target: str, device: Any, copy: bool | None,
+                  stream: Any) -> Convert:
+        """What a structure's plan binds for its leaves of ``type(x)``: the plan kept for the
+        type (its fast form made now), or, where plans depend on each value (a device move, a
+        stream, an owner decided per value), a call planning each value."""
+        self.plan_for(x, target, device, copy, stream)  # raises for a leaf that cannot convert
+        if stream is not None:
+            return lambda v: self.plan_for(v, target, device, copy, stream)(v)
+        if device is None and copy is None:
+            kept = self.plans.get(target, {}).get(type(x))
+        else:
+            kept = self.other.get((type(x), target, device, copy))
+        if kept is None:  # not kept: planned per value
+            return lambda v: self.convert(v, target, device=device, copy=copy)
+        settle = getattr(kept, "settle", None)
+        return settle() if settle is not None else kept
 
     def _table_plan(self, adapter: TableAdapter, x: Any, target: str, tgt: str, device: Any,
                     copy: bool | None, options: dict[str, Any] | None) -> Convert:

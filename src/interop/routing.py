@@ -104,8 +104,8 @@ def dlpack_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float, device: str = "cp
 
     rules = t.rules if device == "cpu" else t.gpu_rules
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", lambda: convert,
-                check=handover_check(s, rules, t.holds_read_only), hazard=t.dlpack_hazard,
-                cost=cost, device=device)
+                check=handover_check(s, rules, t.holds_read_only),
+                hazard=_both(s.export_hazard, t.dlpack_hazard), cost=cost, device=device)
 
 
 def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
@@ -117,7 +117,20 @@ def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
 
     return Edge(s.name, t.name, "CUDA Array Interface", lambda: convert,
                 check=handover_check(s, t.gpu_rules, t.holds_read_only),
-                hazard=_cai_readonly_hazard(s, t), cost=cost, device="cuda")
+                hazard=_both(s.export_hazard, _cai_readonly_hazard(s, t)), cost=cost,
+                device="cuda")
+
+
+def _both(first: Any, second: Any) -> Any:
+    """The hazard of an edge out of a source with an :attr:`~ArrayAdapter.export_hazard`
+    (``first``) into a consumer with its own (``second``); either may be ``None``."""
+    if first is None or second is None:
+        return first or second
+
+    def hazards(x: Any) -> tuple[str, ...]:
+        return tuple(h for h in (first(x), second(x)) if h)
+
+    return hazards
 
 
 def _cai_readonly_hazard(s: ArrayAdapter, t: ArrayAdapter) -> Any:

@@ -1,5 +1,6 @@
 """What a framework module declares: an :class:`ArrayAdapter` (its values, what it exports
-and imports, its own edges) or, for tables, a :class:`TableAdapter`.
+and imports, its own edges) or, for tables, a :class:`TableAdapter` (and, for nested
+structures, the one :class:`StructureAdapter`).
 
 The names a framework module needs (verdicts, rules, edges) are importable from here.
 """
@@ -90,6 +91,10 @@ class ArrayAdapter:
     dlpack_call: str = ""
     """The consumer call named in plans, e.g. ``"torch.from_dlpack"``."""
     dlpack_hazard: Callable[[Any], str | None] | None = None
+    export_hazard: Callable[[Any], str | None] | None = None
+    """What any zero-copy result of a value risks, whatever the consumer (DALI writes later
+    batches into its output buffers): named on every DLPack and CUDA Array Interface edge
+    out of this framework; its own edges name it themselves."""
     exports_versioned_only: bool = False
     hub: bool = False
     """Paths through this framework win ties (NumPy on the host, CuPy on a GPU)."""
@@ -144,12 +149,42 @@ class TableAdapter:
     target: bool = False
     """Tables are sources; their targets are the array frameworks (and table frameworks)."""
     per_value_owner: bool = False
+    parts: Callable[[Any], list[Any]] | None = None
+    """The arrays a value is made of (the samples of a DALI batch), for
+    :func:`interop.shares_memory`; ``None``: it tells of none."""
 
     def missing(self) -> str | None:
         return missing(self.name, self.package, self.install)
 
     def owns(self, x: Any) -> bool:
         return owns(self.modules, self.is_value, x)
+
+
+@record
+class StructureAdapter:
+    """Nested structures (dicts, lists, tuples, pytrees): recognised like a framework (after
+    every other adapter, so whatever another owns is a leaf); each array leaf is converted by
+    its own plan, through a plan made once per structure (:mod:`interop.structures`)."""
+
+    name: str
+    is_value: Callable[[Any], bool] = field(default=_never)
+    plan: Callable[..., Callable[[Any], Any]] | None = None
+    """``(registry, x, target as asked, target, device, copy, stream, options)`` -> the
+    converter of structures of ``type(x)``."""
+    explain: Callable[..., Plan] | None = None
+    """``(registry, x, target, device, copy, options)`` -> its :class:`~interop.plan.Plan`."""
+    leaves: Callable[[Any, Any], list[Any]] | None = None
+    """``(registry, x)`` -> the array leaves of ``x``."""
+    aliases: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    target: bool = False
+    per_value_owner: bool = False
+
+    def missing(self) -> str | None:
+        return None
+
+    def owns(self, x: Any) -> bool:
+        return self.is_value(x)
 
 
 def owns(modules: tuple[str, ...], is_value: Callable[[Any], bool], x: Any) -> bool:

@@ -52,6 +52,8 @@ def _is_buffer(x: Any) -> bool:
         memoryview(x)
     except TypeError:
         return False
+    except Exception:  # the type has a buffer slot that fails: it claims the protocol, and
+        return True  # the conversion names the failure (as an interop error)
     return True
 
 

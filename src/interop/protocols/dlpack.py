@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import operator
 from typing import Any
 
 from ..errors import (
@@ -256,16 +257,33 @@ def device_of(x: Any) -> tuple[int, int]:
     except Exception as e:  # a producer that raises is a broken producer
         raise ProtocolError(
             f"{type(x).__name__}.__dlpack_device__() raised {type(e).__name__}: {e}") from e
-    if (not isinstance(dev, tuple) or len(dev) != 2
-            or not all(isinstance(v, int) for v in dev)):
+    pair = _int_pair(dev)
+    if pair is None:
         raise ProtocolError(
             f"{type(x).__name__}.__dlpack_device__() returned {dev!r}; "
             "the spec requires a tuple (device_type, device_id) of two ints"
         )
-    code, index = int(dev[0]), int(dev[1])
+    code, index = pair
     if code not in Device._value2member_map_:
         raise ProtocolError(f"{type(x).__name__}.__dlpack_device__() names unknown device {code}")
     return code, index
+
+
+def _int_pair(dev: Any) -> tuple[int, int] | None:
+    """``(device_type, device_id)`` read as the frameworks read it, or ``None``: each an int,
+    or an enum that is not an ``int`` subclass (DALI's ``DLDeviceType``, a pybind11 enum)
+    taken through ``__index__`` or its ``.value``, as ``int(v)`` and ``v.value`` read it."""
+    if not isinstance(dev, tuple) or len(dev) != 2:
+        return None
+    out = []
+    for v in dev:
+        if not isinstance(v, int):
+            try:  # an Enum member has .value; a pybind11 enum has both
+                v = operator.index(getattr(v, "value", v))
+            except Exception:  # not an integer of any kind: the caller says what is wrong
+                return None
+        out.append(int(v))
+    return out[0], out[1]
 
 
 def export(x: Any, *, stream: int | None = None, versioned: bool = True,

@@ -242,13 +242,15 @@ POLARS_DF = _table_adapter("polars-dataframe", ("polars",), "polars",
                            _isinstance("polars", "DataFrame"), "polars DataFrame", _polars,
                            same="polars")
 DICT = _table_adapter("dict", (), "interop", _is_dict, "dict of arrays", _dict)
+"""A dict read as a table: not in ``ADAPTERS`` (dicts are structures, whose adapter,
+:mod:`interop.structures.adapter`, decides when a dict is a table and then converts it so)."""
 CUDF = TableAdapter(name="cudf-dataframe", modules=("cudf",), package="cudf",
                     devices=("cuda",), is_value=_isinstance("cudf", "DataFrame"),
                     convert=_cudf_convert, explain=_cudf_explain)
 ARROW_C = TableAdapter(name="arrow-c", package="pyarrow", is_value=_is_arrow_c,
                        convert=_arrow_c_convert, explain=_arrow_c_explain)
 
-ADAPTERS = [ARROW_TABLE, ARROW_BATCH, ARROW_STREAM, PANDAS_DF, POLARS_DF, CUDF, DICT, ARROW_C]
+ADAPTERS = [ARROW_TABLE, ARROW_BATCH, ARROW_STREAM, PANDAS_DF, POLARS_DF, CUDF, ARROW_C]
 
 
 def columns_of(reg: Any, x: Any, target: str, **kw: Any) -> Any:
@@ -256,7 +258,7 @@ def columns_of(reg: Any, x: Any, target: str, **kw: Any) -> Any:
     polars): ``{name: pyarrow.Array}`` rather than a ``pa.Table``."""
     from . import columns
 
-    adapter = reg.adapters[reg.owner(x)]
+    adapter = DICT if isinstance(x, dict) else reg.adapters[reg.owner(x)]
     if not isinstance(adapter, TableAdapter):
         raise UnsupportedConversionError(f"{type(x).__name__} is not a table")
     copy, device = kw.pop("copy", None), kw.pop("device", None)

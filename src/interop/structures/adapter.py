@@ -1,0 +1,181 @@
+"""The structures as the registry sees them: one :class:`StructureAdapter` owning every node
+(after the frameworks, the table kinds and the generic producers, so any value some adapter
+owns is a leaf), its plans cached per structure, and where a ``dict`` is a table.
+
+A dict is read as a table (one ``pa.Table``/DataFrame, or :class:`~interop.tables.Columns` with
+the table options ``nulls=``, ``fill_value=``, ``columns=``) when ``structure="table"`` is
+given, or, by default, when it is flat (each value an array, or a ``(values, mask)`` pair)
+and either its target is a table framework (pyarrow, pandas, polars, cuDF), or one of its
+values is a column of one (an Arrow array, a pandas or polars Series: their nulls and temporal
+types follow the table rules), or a table option is given. Otherwise it is a structure, as is
+any dict with ``structure="tree"``: each leaf converted on its own, the same keys returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..adapters.base import StructureAdapter
+from ..errors import InteropError, UnsupportedConversionError
+from ..tables import TABLE_TARGETS
+from .nodes import DICT, TUPLE, is_node
+
+if TYPE_CHECKING:
+    from .walk import Tree
+
+# The walk, the compiled plans and the explanation load with the first structure converted:
+# an array's first conversion never needs them.
+
+NAME = "structure"
+MODES = (None, "tree", "table")
+KEEP = 4
+"""Plans kept per (root type, target, device, copy): the structures last seen, newest first."""
+
+Convert = Callable[[Any], Any]
+
+
+def structure_mode(options: dict[str, Any]) -> str | None:
+    """The ``structure=`` option, checked, taken out of ``options``."""
+    mode = options.pop("structure", None)
+    if mode not in MODES:
+        raise InteropError(f"structure must be 'tree', 'table' or None (the default: a flat "
+                           f"dict of columns is a table where its target expects one), got "
+                           f"{mode!r}")
+    return mode
+
+
+def is_table(w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bool:
+    """Whether the walked dict ``w`` converts as a table (the module's rule)."""
+    from ..names import TABLE_OPTIONS
+    from .walk import Leaf, Tree, leaves
+
+    if mode is not None or w.node.kind != DICT:
+        return mode == "table" and w.node.kind == DICT
+    columns = all(isinstance(c, Leaf) or (isinstance(c, Tree) and c.node.kind == TUPLE
+                                          and len(c.children) == 2
+                                          and all(isinstance(m, Leaf) for m in c.children))
+                  for c in w.children)
+    return columns and (tgt in TABLE_TARGETS or any(o in options for o in TABLE_OPTIONS)
+                        or any(leaf.owner in TABLE_TARGETS for leaf in leaves(w)))
+
+
+def _no_arrays(w: Tree) -> UnsupportedConversionError:
+    from .walk import kept
+
+    kinds = sorted({k.type.__name__ for k in kept(w)})
+    return UnsupportedConversionError(
+        f"this {w.node.type.__name__} holds no array (its leaves are {', '.join(kinds)}), so "
+        "there is nothing to convert: interop converts arrays, tables and structures of them; "
+        "make an array first (e.g. numpy.asarray(x))")
+
+
+def _table_run(w: Tree, convert: Convert) -> Convert:
+    """The table reading of the dict ``w``, for values of its keys and leaf types."""
+    from .compile import Mismatch
+    from .walk import Leaf
+
+    tp, keys = w.node.type, w.node.keys
+    types = tuple(c.type if isinstance(c, Leaf) else c.node.type for c in w.children)
+
+    def run(x: Any) -> Any:
+        if (type(x) is not tp or len(x) != len(keys) or tuple(x) != keys
+                or any(type(v) is not t for v, t in zip(x.values(), types))):
+            raise Mismatch
+        return convert(x)
+
+    return run
+
+
+def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | None,
+          stream: Any, options: dict[str, Any] | None) -> Convert:
+    """The converter of structures of ``type(x)``: the kept plan of the structure seen, or
+    one made for it (and kept) when the value has another structure."""
+    from ..tables.adapters import DICT
+    from .compile import Mismatch, compile_tree
+    from .walk import Leaf, Tree, kept, leaves, walk
+
+    opts = dict(options or {})
+    mode = structure_mode(opts)
+    rules = getattr(reg.adapters[tgt], "rules", None)
+    narrows = rules is not None and rules.narrows is not None
+
+    def leaf_plan(leaf: Leaf) -> Convert:
+        return reg.leaf_plan(leaf.value, target, device, copy, stream)
+
+    def make(y: Any) -> Convert:
+        w = walk(reg, y, NAME)
+        assert isinstance(w, Tree)
+        if is_table(w, tgt, mode, opts):
+            return _table_run(w, lambda z: DICT.convert(reg, z, tgt, copy=copy, device=device,
+                                                        **opts))
+        if opts:
+            raise InteropError(f"options {sorted(opts)} apply to tables; this "
+                               f"{w.node.type.__name__} is converted as a structure "
+                               "(structure='table' reads a flat dict of columns as a table)")
+        if not any(True for _ in leaves(w)) and any(True for _ in kept(w)):
+            raise _no_arrays(w)
+        run = compile_tree(w, leaf_plan, narrows)
+        if not narrows:
+            return run
+        return _warning_once(run, w.node.type.__name__)
+
+    if stream is not None or opts:  # planned for this call only
+        return lambda y: make(y)(y)
+    made = reg.structures.setdefault((type(x), target, device, copy, mode), [])
+
+    def convert(y: Any) -> Any:
+        for i, run in enumerate(made):
+            try:
+                out = run(y)
+            except Mismatch:
+                continue
+            if i:
+                made.insert(0, made.pop(i))
+            return out
+        run = make(y)
+        made.insert(0, run)
+        del made[KEEP:]
+        return run(y)
+
+    return convert
+
+
+def _warning_once(run: Convert, label: str) -> Convert:
+    """``run`` emitting one :class:`~interop.errors.NarrowingWarning` naming every narrowed
+    leaf (its leaves' reasons are gathered, labelled with their paths)."""
+    from .. import narrowing
+
+    def narrowing_run(x: Any) -> Any:
+        with narrowing.gather() as got:
+            out = run(x)
+        if got:
+            narrowing.warn(f"{label}: " + "; ".join(got))
+        return out
+
+    return narrowing_run
+
+
+def _explain(reg: Any, x: Any, tgt: str, device: Any, copy: bool | None,
+             options: dict[str, Any] | None) -> Any:
+    from ..tables.adapters import DICT
+    from .explain import explain
+    from .walk import Tree, walk
+
+    opts = dict(options or {})
+    mode = structure_mode(opts)
+    w = walk(reg, x, NAME)
+    assert isinstance(w, Tree)
+    if is_table(w, tgt, mode, opts):
+        return DICT.explain(reg, x, tgt, copy=copy, **opts)
+    return explain(reg, w, tgt, device, copy)
+
+
+def _leaves(reg: Any, x: Any) -> list[Any]:
+    from .walk import leaves, walk
+
+    return [leaf.value for leaf in leaves(walk(reg, x, NAME))]
+
+
+STRUCTURES = StructureAdapter(name=NAME, is_value=is_node, plan=_plan, explain=_explain,
+                              leaves=_leaves)

@@ -1,0 +1,158 @@
+"""A structure's plan: made once per structure from its walk, as nested closures, one per
+node, each holding its node's keys and, per child, the child's type and its converter (an
+array leaf's own per-type plan from the registry, a nested node's closure, or nothing for a
+leaf kept as it is). Running it checks the value against the structure it was made for (node
+types, keys, leaf types) as it goes, and raises :class:`Mismatch` at the first difference,
+before returning anything: the caller then plans the value afresh.
+
+An :class:`~interop.errors.InteropError` from a leaf is raised again, of the same class,
+naming the leaf's path (``['layers'][3]['w']``); nothing converted before it is returned.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from .. import narrowing
+from ..errors import InteropError
+from .nodes import DICT, GENERIC, LIST, NAMEDTUPLE, TUPLE
+from .walk import Kept, Leaf, Tree, Walked
+
+Convert = Callable[[Any], Any]
+
+
+class Mismatch(Exception):
+    """The value has not the structure the plan was made for (not an interop error: the
+    plan's caller catches it and plans again)."""
+
+
+def at_path(e: InteropError, path: str) -> InteropError:
+    """``e`` again, of its class, naming the leaf at ``path``."""
+    out = type(e)(f"leaf {path}: {e}")
+    out.__cause__ = e
+    return out
+
+
+def compile_tree(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
+                 narrows: bool = False) -> Convert:
+    """The closure converting values of the structure of ``tree``; ``leaf_plan`` gives each
+    array leaf's converter; ``narrows``: the target may narrow dtypes, so each leaf's
+    narrowing reasons are labelled with its path (:func:`interop.narrowing.gathered`)."""
+    types, fns, paths = [], [], []
+    for c in tree.children:
+        paths.append(c.path if isinstance(c, Leaf) else None)
+        if isinstance(c, Leaf):
+            types.append(c.type)
+            try:
+                fn = leaf_plan(c)
+            except InteropError as e:
+                raise at_path(e, c.path) from e
+            fns.append(_labelled(fn, c.path) if narrows else fn)
+        elif isinstance(c, Kept):
+            types.append(c.type)
+            fns.append(None)
+        else:
+            types.append(c.node.type)
+            fns.append(compile_tree(c, leaf_plan, narrows))
+    node = tree.node
+    if node.kind == DICT:
+        return _dict_run(node.type, node.keys, tuple(types), tuple(fns), paths)
+    seq = _sequence(tuple(types), tuple(fns), tuple(paths))
+    if node.kind == GENERIC:
+        return _generic_run(node.type, len(types), node.meta, node.flatten, node.unflatten, seq)
+    return _sequence_run(node.kind, node.type, len(types), seq)
+
+
+def _labelled(fn: Convert, path: str) -> Convert:
+    """``fn`` whose narrowing reasons name the leaf (one warning per call names them all)."""
+    def leaf(v: Any) -> Any:
+        got = narrowing.gathered()
+        n = len(got) if got is not None else 0
+        out = fn(v)
+        if got is not None and len(got) > n:
+            got[n:] = [f"leaf {path}: {why}" for why in got[n:]]
+        return out
+
+    return leaf
+
+
+def _dict_run(tp: type, keys: tuple, types: tuple, fns: tuple, paths: list) -> Convert:
+    n = len(keys)
+    at = dict(zip(keys, paths))
+    rebuild = OrderedDict if tp is OrderedDict else None  # other dict subclasses: a dict
+
+    def run(x: Any) -> Any:
+        if type(x) is not tp or len(x) != n or tuple(x) != keys:
+            raise Mismatch
+        out = {}
+        k = None
+        try:
+            for k, v, t, f in zip(keys, x.values(), types, fns):
+                if type(v) is not t:
+                    raise Mismatch
+                out[k] = v if f is None else f(v)
+        except InteropError as e:
+            if at[k] is None:  # a nested node named its leaf already
+                raise
+            raise at_path(e, at[k]) from e
+        return out if rebuild is None else rebuild(out)
+
+    return run
+
+
+def _sequence(types: tuple, fns: tuple, paths: tuple) -> Callable[[Any], list]:
+    """The children of a sequence-like node (a list of values, checked and converted)."""
+    def convert(values: Any) -> list:
+        out = []
+        i = 0
+        try:
+            for i, (v, t, f) in enumerate(zip(values, types, fns)):  # noqa: B007 - read below
+                if type(v) is not t:
+                    raise Mismatch
+                out.append(v if f is None else f(v))
+        except InteropError as e:
+            if paths[i] is None:
+                raise
+            raise at_path(e, paths[i]) from e
+        return out
+
+    return convert
+
+
+def _sequence_run(kind: str, tp: type, n: int, seq: Callable[[Any], list]) -> Convert:
+    def run(x: Any) -> Any:
+        if type(x) is not tp or len(x) != n:
+            raise Mismatch
+        out = seq(x)
+        return out if kind == LIST else tuple(out) if kind == TUPLE else tp(*out)
+
+    assert kind in (LIST, TUPLE, NAMEDTUPLE)
+    return run
+
+
+def _generic_run(tp: type, n: int, meta: Any, flatten: Callable, unflatten: Callable,
+                 seq: Callable[[Any], list]) -> Convert:
+    def run(x: Any) -> Any:
+        if type(x) is not tp:
+            raise Mismatch
+        children, m = flatten(x)
+        if len(children) != n or not _same(m, meta):
+            raise Mismatch
+        return unflatten(m, seq(children))
+
+    return run
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two nodes' metadata are equal (metadata that cannot say never are)."""
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def count(w: Walked) -> int:
+    """The number of leaves (array or kept) of a walked structure."""
+    return sum(count(c) for c in w.children) if isinstance(w, Tree) else 1

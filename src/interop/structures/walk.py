@@ -1,0 +1,75 @@
+"""The one walk of a structure: its nodes (:mod:`.nodes`), its array leaves (values the
+registry owns: arrays, tables, and any value of a framework registered later) and the other
+leaves, kept as they are. Converting (:mod:`.compile`), explaining (:mod:`.explain`), reading a
+flat dict as a table and ``shares_memory`` all read the structure through :func:`walk`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .nodes import Node
+
+
+class Leaf:
+    """A value the registry owns (``owner`` names its adapter): converted by its own plan."""
+
+    __slots__ = ("path", "type", "owner", "value")
+
+    def __init__(self, path: str, value: Any, owner: str) -> None:
+        self.path, self.type, self.owner, self.value = path, type(value), owner, value
+
+
+class Kept:
+    """A leaf that is no array (``None``, a number, a string, an object): kept as it is."""
+
+    __slots__ = ("path", "type", "value")
+
+    def __init__(self, path: str, value: Any) -> None:
+        self.path, self.type, self.value = path, type(value), value
+
+
+class Tree:
+    """A node and its walked children (``Leaf``, ``Kept`` or ``Tree``), in the node's order."""
+
+    __slots__ = ("path", "node", "children")
+
+    def __init__(self, path: str, node: Node, children: list) -> None:
+        self.path, self.node, self.children = path, node, children
+
+
+Walked = Leaf | Kept | Tree
+
+
+def walk(reg: Any, x: Any, node_owner: str, path: str = "") -> Walked:
+    """``x`` walked: every value the registry owns is a leaf, unless its owner is
+    ``node_owner`` (the structures' own adapter); values nobody owns are kept."""
+    owner = reg.find_owner(x)
+    if owner is None:
+        return Kept(path, x)
+    if owner != node_owner:
+        return Leaf(path, x, owner)
+    from .nodes import node_of
+
+    node = node_of(x)  # owned as a node: a node for some registry (or a dict)
+    assert node is not None
+    return Tree(path, node, [walk(reg, c, node_owner, path + label)
+                             for c, label in zip(node.children, node.labels)])
+
+
+def leaves(w: Walked) -> Iterator[Leaf]:
+    """The array leaves of a walked structure, in order."""
+    if isinstance(w, Leaf):
+        yield w
+    elif isinstance(w, Tree):
+        for c in w.children:
+            yield from leaves(c)
+
+
+def kept(w: Walked) -> Iterator[Kept]:
+    """The leaves kept as they are, in order."""
+    if isinstance(w, Kept):
+        yield w
+    elif isinstance(w, Tree):
+        for c in w.children:
+            yield from kept(c)
