@@ -11,6 +11,7 @@ import heapq
 from typing import Any
 
 from .adapters.base import ArrayAdapter, Edge, handover_check
+from .adapters.edge import CAI_VIA
 
 DLPACK_COST = 2.2  # on the host, two NumPy steps (1.0 each) beat it
 LEGACY_PENALTY = 2.5  # a versioned-only exporter to a consumer of legacy capsules
@@ -115,7 +116,7 @@ def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
     def convert(x: Any) -> Any:
         return consume(export(x))
 
-    return Edge(s.name, t.name, "CUDA Array Interface", lambda: convert,
+    return Edge(s.name, t.name, CAI_VIA, lambda: convert,
                 check=handover_check(s, t.gpu_rules, t.holds_read_only),
                 hazard=_cai_readonly_hazard(s, t), cost=cost, device="cuda")
 

@@ -19,6 +19,7 @@ from .adapters.base import (
     Edge,
     NeedsCopy,
 )
+from .adapters.edge import CAI_VIA
 from .errors import (
     DeviceError,
     InteropError,
@@ -87,23 +88,47 @@ class Runner:
 
         return Compiled(tuple(edges), checked[0], fast)
 
-    def dispatch(self, adapter: ArrayAdapter, tgt: str, copy: bool | None,
-                 device: Any) -> Convert:
-        """A plan that looks at each value's device (for frameworks on host and GPU)."""
-        plans: dict[str, Convert] = {}
+    def dispatch(self, adapter: ArrayAdapter, tgt: str, copy: bool | None, device: Any,
+                 source_type: type | None = None) -> Convert:
+        """A plan that reads each value's device (for frameworks on host and GPU, and for
+        every ``device=``): one plan per device the values live on, the move ``device=``
+        asks for from there, or the route on that device (its fast form from the second
+        value on, for values of ``source_type``)."""
+        plans: dict[tuple[str, int], Convert] = {}
         target = self.adapters[tgt]
 
         def run(x: Any) -> Any:
             have = adapter.device(x)
-            fn = plans.get(have[0])
+            fn = plans.get(have)
             if fn is None:
-                move = device_move(adapter, have, target, device)
-                if move is not None:
-                    return self.move(adapter.name, x, tgt, move, copy)
-                fn = plans[have[0]] = self.compile(adapter.name, tgt, copy, have[0]).run
+                fn = plans[have] = self._on_device(adapter, have, tgt, target, copy, device,
+                                                   source_type, plans)
             return fn(x)
 
         return run
+
+    def _on_device(self, adapter: ArrayAdapter, have: tuple[str, int], tgt: str,
+                   target: ArrayAdapter, copy: bool | None, device: Any,
+                   source_type: type | None, plans: dict) -> Convert:
+        """The plan :meth:`dispatch` keeps for values on device ``have``."""
+        move = device_move(adapter, have, target, device)
+        name = adapter.name
+        if move is not None:
+            return lambda x: self.move(name, x, tgt, move, copy)
+        compiled = self.compile(name, tgt, copy, have[0], source_type=source_type)
+        if compiled.fast is None:
+            return compiled.run
+        make, checked = compiled.fast, compiled.run
+
+        def promote(x: Any) -> Any:  # the first value ran the checked plan; now the fast form
+            fast = plans[have] = make()
+            return fast(x)
+
+        def first(x: Any) -> Any:
+            plans[have] = promote
+            return checked(x)
+
+        return first
 
     def _checked_step(self, e: Edge, call: Convert, then: Convert | None, tgt: str,
                       copy: bool | None, device: str) -> Convert:
@@ -125,11 +150,20 @@ class Runner:
         return step
 
     def _with_stream(self, e: Edge, stream: Any) -> Edge:
-        """The edge, exporting DLPack for the user's ``stream`` (CAI edges sync by themselves)."""
-        if not e.via.startswith("DLPack"):
-            return e
+        """The edge, ordered for the user's ``stream``: a DLPack export for it, or a CUDA Array
+        Interface import on it (the consumer waits for the producer's stream)."""
         from dataclasses import replace
 
+        if e.via == CAI_VIA:
+            export_cai = self.adapters[e.source].export_cai
+            from_cai = self.adapters[e.target].from_cai
+
+            def on_stream(x: Any) -> Any:
+                return from_cai(export_cai(x), stream)
+
+            return replace(e, converter=lambda: on_stream)
+        if not e.via.startswith("DLPack"):
+            return e
         export = self.adapters[e.source].export_dlpack
         consume = self.adapters[e.target].from_dlpack
         legacy = not self.adapters[e.target].rules.versioned
