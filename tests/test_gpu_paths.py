@@ -311,3 +311,27 @@ def test_numba_and_cudf_report_the_device_holding_their_memory(monkeypatch):
                                    __cuda_array_interface__=DeviceStandIn(
                                        shape=(3,)).__cuda_array_interface__)
     assert cudf_.ADAPTER.device(series) == ("cuda", 1)
+
+
+# ---- device copies without CuPy (items 3 and 4) -------------------------------------------
+
+def test_device_copy_is_made_by_the_framework_at_hand_without_cupy(monkeypatch):
+    """On a torch + JAX host without CuPy the GPU copy route copies with torch. The copy
+    route's steps run here on CPU tensors (torch's device copy and the DLPack hand-over are
+    the same calls on the host); a negated tensor keeps its sign (torch resolves the bit)."""
+    monkeypatch.setitem(sys.modules, "cupy", None)  # CuPy is not installed
+    runner = REGISTRY.runner
+    assert runner.copy_hub("torch") == "torch" and runner.copy_hub("jax") == "torch"
+    t = torch.tensor([2.0, 4.0])._neg_view()
+    j = runner.copy_route("torch", t, "jax", "cuda")
+    np.testing.assert_array_equal(np.asarray(j), [-2.0, -4.0])
+    assert j.unsafe_buffer_pointer() != t.data_ptr()  # a fresh buffer
+    c = runner.copy_route("torch", torch.tensor([1 + 2j]).conj(), "torch", "cuda")
+    assert not c.is_conj() and c.item() == 1 - 2j
+
+
+def test_device_copy_without_any_maker_is_a_clear_missing_framework(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(interop.errors.FrameworkMissingError, match="cupy or torch"):
+        REGISTRY.runner.copy_hub("jax")

@@ -108,6 +108,9 @@ class ArrayAdapter:
     only), after the producer's ``stream``; ``stream`` is the consumer's (a DLPack/CAI stream
     number; ``None``: its current one). A consumer that waits for the producer's stream on
     the host (CuPy, Numba, cuDF) orders every stream of the consumer at once."""
+    device_copy: Callable[[Any, str | None], Any] | None = None
+    """``(value, dtype string or None)``: a fresh, compact row-major copy of a device value on
+    its device, in this framework (cast to the dtype given); the GPU copy route's copy."""
     to_device: Callable[[Any, int], Any] | None = None
     """A host NumPy array copied onto CUDA device ``index`` as this framework's value."""
     gpu_present: Callable[[], bool] = field(default=_no_gpu)

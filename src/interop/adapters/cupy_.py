@@ -60,6 +60,14 @@ def _readonly_hazard(x: Any) -> str | None:
     return None
 
 
+def device_copy(x: Any, ts: str | None) -> Any:
+    """A fresh compact row-major copy of ``x`` on its device (cast to ``ts`` if given)."""
+    import cupy
+
+    return cupy.array(x, dtype=None if ts is None else dlpack.numpy_dtype(ts), copy=True,
+                      order="C")
+
+
 def to_device(arr: Any, index: int) -> Any:
     """A host NumPy array copied to CUDA device ``index``."""
     import cupy
@@ -88,5 +96,6 @@ ADAPTER = ArrayAdapter(
     dlpack_hazard=_readonly_hazard,
     export_cai=lambda x: x,
     from_cai=from_cai,
+    device_copy=device_copy,
     to_device=to_device,
 )

@@ -180,6 +180,16 @@ def _export_cai(t: Any) -> Any:
     return _Streamed(_export(t))
 
 
+def _device_copy(t: Any, ts: str | None) -> Any:
+    """A fresh compact copy of a CUDA tensor on its device (cast to ``ts`` if given);
+    ``copy_`` resolves a lazy conjugate or negative bit (the caching allocator's blocks are
+    512-byte aligned)."""
+    import torch
+
+    dtype = t.dtype if ts is None else _tables()[1][ts]
+    return torch.empty(tuple(t.shape), dtype=dtype, device=t.device).copy_(t.detach())
+
+
 def _to_device(arr: Any, index: int) -> Any:
     return _from_numpy_view(arr).to(f"cuda:{index}")
 
@@ -381,6 +391,7 @@ ADAPTER = ArrayAdapter(
     dlpack_hazard=_readonly_hazard,
     export_cai=_export_cai,
     from_cai=_from_cai,
+    device_copy=_device_copy,
     to_device=_to_device,
     gpu_present=_gpu_present,
     edges=_edges,
