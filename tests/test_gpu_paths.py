@@ -335,3 +335,48 @@ def test_device_copy_without_any_maker_is_a_clear_missing_framework(monkeypatch)
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(interop.errors.FrameworkMissingError, match="cupy or torch"):
         REGISTRY.runner.copy_hub("jax")
+
+
+# ---- CUDA DLPack capsules and producers (item 7) ------------------------------------------
+
+def cuda_capsule(a):
+    """Named stand-in for a CUDA DLPack capsule: ``a``'s legacy capsule relabelled as
+    ``kDLCUDA`` device 0 (with oracles' ctypes header, not interop's). Never dereferenced."""
+    import oracles
+
+    capsule = a.__dlpack__()
+    mt = oracles._DLManagedTensor.from_address(oracles._get_pointer(capsule, b"dltensor"))
+    mt.dl_tensor.device.device_type = 2
+    return capsule
+
+
+class CudaProducerStandIn:
+    """Named stand-in for a plain CUDA DLPack producer: ``__dlpack__``/``__dlpack_device__``
+    only, on ``(kDLCUDA, 0)``."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return cuda_capsule(self.a)
+
+
+@pytest.mark.parametrize("make", [cuda_capsule, CudaProducerStandIn])
+@pytest.mark.parametrize("tgt", ["torch", "cupy", "jax"])
+def test_cuda_capsules_and_producers_go_to_the_gpu_consumers(make, tgt):
+    a = np.arange(4.0, dtype=np.float32)
+    x = make(a)
+    src = REGISTRY.owner(x)
+    assert REGISTRY.adapters[src].device(x) == ("cuda", 0)
+    plan = interop.explain(x, tgt)
+    assert plan.supported and plan.zero_copy, plan
+    assert [s.via for s in plan.steps][-1].startswith("DLPack")
+
+
+def test_device_arrays_convert_to_a_capsule(on_device_zero):
+    (edge,) = REGISTRY.routes.route("cupy", "dlpack", "cuda")
+    assert edge.via.startswith("DLPack") and edge.check(CupyStandIn(shape=(4,))) is None
+    assert REGISTRY.routes.route("torch", "dlpack", "cuda")

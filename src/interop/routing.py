@@ -47,9 +47,10 @@ class Routes:
             if t is s or not isinstance(t, ArrayAdapter) or not t.target \
                     or device not in t.devices:
                 continue
-            if s.export_dlpack is not None and t.from_dlpack is not None and t.rules:
+            rules = t.rules if device == "cpu" else t.gpu_rules
+            if s.export_dlpack is not None and t.from_dlpack is not None and rules:
                 cost = DLPACK_COST
-                if s.exports_versioned_only and not t.rules.versioned:
+                if s.exports_versioned_only and not rules.versioned:
                     cost += LEGACY_PENALTY
                 if s.hub or t.hub:
                     cost -= HUB_BONUS

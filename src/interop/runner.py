@@ -167,7 +167,8 @@ class Runner:
             return e
         export = self.adapters[e.source].export_dlpack
         consume = self.adapters[e.target].from_dlpack
-        legacy = not self.adapters[e.target].rules.versioned
+        target = self.adapters[e.target]
+        legacy = not (target.rules if e.device == "cpu" else target.gpu_rules).versioned
 
         def convert(x: Any) -> Any:
             cap = dlpack.export(export(x), stream=stream, versioned=not legacy)
