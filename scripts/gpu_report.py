@@ -69,7 +69,8 @@ def _devices() -> dict[str, str]:
                  "torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')",
         "jax": "import jax; print(jax.devices())",
         "cupy": "import cupy; print(cupy.cuda.runtime.getDeviceProperties(0)['name'].decode())",
-        "numba": "from numba import cuda; print(cuda.get_current_device().name.decode())",
+        "numba": "from numba import cuda; n = cuda.get_current_device().name; "
+                 "print(n.decode() if isinstance(n, bytes) else n)",  # str in numba-cuda 0.30
         "rmm": "import rmm; print(rmm.__version__)",
     }
     for name, code in probes.items():
