@@ -234,7 +234,14 @@ class Runner:
         else:
             hub = self.copy_hub(src)
             maker = self.adapters[hub]
-            arr = x if hub == src else self.compile(src, hub, None, device, stream).run(x)
+            if hub == src:
+                arr = x
+            else:
+                try:
+                    arr = self.compile(src, hub, False, device, stream).run(x)
+                except ZeroCopyError:  # it cannot reach the hub as it is: through the host
+                    source = self.adapters[src]
+                    arr = maker.to_device(source.to_numpy(x), source.device(x)[1])
             arr = maker.device_copy(arr, self.narrowing(maker.view(arr).dtype, tgt, warn=True))
         if tgt == hub:
             return arr
