@@ -206,3 +206,19 @@ def test_on_a_gpu_host_the_cells_come_first_and_a_failed_probe_records_nothing(t
     pytest_calls = [c for c in calls.read_text().splitlines() if c.startswith("-m pytest")]
     assert all("--continue-on-collection-errors" in c for c in pytest_calls), pytest_calls
     assert r.returncode == 1  # the failed probe fails the check
+
+
+@pytest.mark.parametrize("name", ["NVIDIA H100 80GB HBM3", b"NVIDIA H100 80GB HBM3"])
+def test_report_reads_the_numba_device_name_as_str_or_bytes(monkeypatch, capsys, name):
+    """numba-cuda 0.30 gives the device name as ``str`` (older Numba: ``bytes``): the probe
+    the report runs, run here against a named stand-in ``numba`` module."""
+    import types
+
+    cuda = types.ModuleType("numba.cuda")
+    cuda.get_current_device = lambda: types.SimpleNamespace(name=name)
+    numba = types.ModuleType("numba")
+    numba.cuda = cuda
+    monkeypatch.setitem(sys.modules, "numba", numba)
+    monkeypatch.setitem(sys.modules, "numba.cuda", cuda)
+    exec(gpu_report.PROBES["numba"], {})  # noqa: S102 - the report's own probe
+    assert capsys.readouterr().out.strip() == "NVIDIA H100 80GB HBM3"
