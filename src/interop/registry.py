@@ -171,27 +171,29 @@ class Registry:
             if options:
                 raise _no_options(src, options)
             have = adapter.device(x)
-            move = device_move(adapter, have, self.adapters[tgt], device)
+            move = device_move(adapter, have, self.adapters[tgt], device)  # raises early
             if stream is not None and have[0] == "cpu":
                 raise InteropError(
                     f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
                     "work only; pass stream=None for CPU data")
-            if move is not None:
-                return lambda x: self.runner.move(src, x, tgt, move, copy)
             if stream is not None:
+                if move is not None:
+                    return lambda x: self.runner.move(src, x, tgt, move, copy)
                 stream = dlpack.stream_argument(stream, dlpack.Device.CUDA)
                 return self.runner.compile(src, tgt, copy, have[0], stream).run
-            if adapter.gpu_present():
-                fn = self.runner.dispatch(adapter, tgt, copy, device)
+            fast = not adapter.per_value_owner
+            if device is not None or move is not None or adapter.gpu_present():
+                # where the data lives (and where device= sends it) is read per value
+                fn = self.runner.dispatch(adapter, tgt, copy, device, type(x) if fast else None)
             else:
                 compiled = self.runner.compile(src, tgt, copy, have[0], source_type=type(x))
                 fn = compiled.run
-                if compiled.fast is not None and not adapter.per_value_owner:
+                if compiled.fast is not None and fast:
                     # this call runs the checked plan; the next makes the fast form
                     self._keep(x, target, tgt, device, copy,
                                self._promoting(x, target, tgt, compiled.fast))
                     return fn
-            if not adapter.per_value_owner:
+            if fast:
                 self._keep(x, target, tgt, device, copy, fn)
             return fn
 

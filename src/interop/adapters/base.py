@@ -108,8 +108,14 @@ class ArrayAdapter:
     preview: Callable[[Any], Any] | None = None
     export_cai: Callable[[Any], Any] | None = None
     """A device value to an object with ``__cuda_array_interface__`` (GPU only)."""
-    from_cai: Callable[[Any], Any] | None = None
-    """Wrap a CUDA Array Interface producer without copying (GPU only)."""
+    from_cai: Callable[..., Any] | None = None
+    """``(producer, stream=None)``: wrap a CUDA Array Interface producer without copying (GPU
+    only), after the producer's ``stream``; ``stream`` is the consumer's (a DLPack/CAI stream
+    number; ``None``: its current one). A consumer that waits for the producer's stream on
+    the host (CuPy, Numba, cuDF) orders every stream of the consumer at once."""
+    device_copy: Callable[[Any, str | None], Any] | None = None
+    """``(value, dtype string or None)``: a fresh, compact row-major copy of a device value on
+    its device, in this framework (cast to the dtype given); the GPU copy route's copy."""
     to_device: Callable[[Any, int], Any] | None = None
     """A host NumPy array copied onto CUDA device ``index`` as this framework's value."""
     gpu_present: Callable[[], bool] = field(default=_no_gpu)
@@ -278,9 +284,11 @@ def handover_check(source: ArrayAdapter, rules: ConsumerRules | None,
     """The check before a buffer of ``source`` reaches a consumer with ``rules`` (``None``: it
     takes any layout): the source's own export check, then its buffer view judged against
     the rules (:func:`view_obstacle`). Between two frameworks of immutable arrays (JAX,
-    TensorFlow) a legacy capsule's missing read-only flag loses nothing."""
+    TensorFlow) a legacy capsule's missing read-only flag loses nothing. A consumer without
+    rules still gets the source's export check: a lazy negative bit is lost whatever the
+    consumer."""
     if rules is None:
-        return None
+        return source.export_check
     if immutable_target and source.holds_read_only and not rules.versioned:
         rules = replace(rules, versioned=True)
     export_check, view = source.export_check, source.view

@@ -235,6 +235,7 @@ ADAPTER = ArrayAdapter(
     install='pip install paddlepaddle (or "interop-mempool[paddle]")',
     devices=("cpu", "cuda"),
     rules=RULES,
+    gpu_rules=RULES,  # its DLPack import is the same on a GPU
     is_value=_is_value,
     view=view,
     device=_device,

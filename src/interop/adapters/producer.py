@@ -117,11 +117,19 @@ CAI_PRODUCER = ArrayAdapter(
     export_cai=lambda x: x,
 )
 
+def _producer_device(x: Any) -> tuple[str, int]:
+    """Where the producer's ``__dlpack_device__`` says its memory is."""
+    code, index = dlpack.device_of(x)
+    return dlpack.device_name(code), index
+
+
 PRODUCER = ArrayAdapter(
     name="dlpack-producer",
     target=False,
     modules=(),
     package="numpy",
+    devices=("cpu", "cuda"),
+    device=_producer_device,
     is_value=_is_dlpack_producer,
     view=_producer_view,
     to_numpy=_producer_to_numpy,

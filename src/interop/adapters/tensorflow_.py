@@ -341,6 +341,7 @@ ADAPTER = ArrayAdapter(
     install='pip install tensorflow (or "interop-mempool[tensorflow]")',
     devices=("cpu", "cuda"),
     rules=RULES,
+    gpu_rules=RULES,  # its DLPack import checks the same on a GPU
     holds_read_only=True,
     is_value=_is_value,
     view=view,
