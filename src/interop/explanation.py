@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import devices
 from .adapters.base import NEEDS_COPY, NULLS, UNSUPPORTED, NeedsCopy, TableAdapter
+from .arguments import check_copy
 from .errors import InteropError, NullsError
 from .plan import Plan, Step
 from .protocols import dlpack
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 def explain(reg: Registry, x: Any, target: str, device: Any = None,
             copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
     """The plan for this value: steps, zero-copy or not, reasons and hazards."""
+    check_copy(copy)
     src = reg.owner(x)
     tgt = reg.target(target)
     adapter = reg.adapters[src]

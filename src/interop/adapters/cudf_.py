@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import NullsError
 from ..protocols import cai
 from ..view import BufferView
-from .base import ArrayAdapter, ConsumerRules, module
+from .base import NULLS, ArrayAdapter, ConsumerRules, module
 
 
 def _is_value(x: Any) -> bool:
@@ -16,10 +16,19 @@ def _is_value(x: Any) -> bool:
     return cudf is not None and isinstance(x, (cudf.Series, cudf.Index))
 
 
-def _export_cai(s: Any) -> Any:
+def export_check(s: Any) -> tuple[str, str] | None:
+    """``NULLS`` for a column holding nulls, which a dense device buffer cannot represent:
+    the verdict every hand-over of the column (and ``explain``) gives."""
     if s.null_count:
-        raise NullsError(f"cuDF column {s.name!r} holds {s.null_count} nulls, which a dense "
-                         "device buffer cannot represent: s.fillna(value) first")
+        return NULLS, (f"cuDF column {s.name!r} holds {s.null_count} nulls, which a dense "
+                       "device buffer cannot represent: s.fillna(value) first")
+    return None
+
+
+def _export_cai(s: Any) -> Any:
+    verdict = export_check(s)
+    if verdict is not None:
+        raise NullsError(verdict[1])
     return s
 
 
@@ -56,6 +65,7 @@ ADAPTER = ArrayAdapter(
     view=view,
     device=lambda s: ("cuda", 0),
     to_numpy=lambda s: _export_cai(s).to_numpy(),
+    export_check=export_check,
     export_cai=_export_cai,
     from_cai=from_cai,
     to_device=to_device,

@@ -61,7 +61,14 @@ def _nulls(s: Any) -> int:
     return s.null_count()
 
 
-_kind = memo_by(type, _kind_of)  # per dtype class: Datetime("us") and Datetime("ns") alike
+def _kind_key(dt: Any) -> Any:
+    """What a dtype's kind depends on: its class (Datetime("us") and Datetime("ns") alike),
+    and for an ``Array`` its innermost dtype's class (Array(Int8) and Array(String) differ)."""
+    cls = type(dt)
+    return (cls, type(_innermost(dt))) if cls.__name__ == "Array" else cls
+
+
+_kind = memo_by(_kind_key, _kind_of)
 
 
 def check(s: Any) -> tuple[str, str] | None:
@@ -85,15 +92,17 @@ def check(s: Any) -> tuple[str, str] | None:
 
 
 def _to_numpy_view(s: Any) -> Any:
-    """``Series.to_numpy(allow_copy=False)``; booleans unpacked and dates converted (a
-    ``STEP_COPIES`` verdict); where polars would copy, ``NeedsCopy``."""
+    """``Series.to_numpy(allow_copy=False)``; where polars would copy, the check decides:
+    booleans unpacked and dates converted (its ``STEP_COPIES`` verdict), anything else
+    ``NeedsCopy`` with its verdict (nulls, chunks, no NumPy dtype)."""
     try:
         return s.to_numpy(allow_copy=False)
     except RuntimeError as e:  # polars says the view would need a copy
-        if _kind(s.dtype) in "bc":
+        verdict = check(s)
+        if verdict is not None and verdict[0] == STEP_COPIES:
             return s.to_numpy()
-        raise NeedsCopy(NEEDS_COPY, f"polars Series {s.name!r}: no NumPy view without a copy "
-                                    f"({e})") from None
+        raise NeedsCopy(*(verdict or (NEEDS_COPY, f"polars Series {s.name!r}: no NumPy view "
+                                                  f"without a copy ({e})"))) from None
 
 
 def to_numpy(s: Any) -> Any:

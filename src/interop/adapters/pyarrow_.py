@@ -77,8 +77,9 @@ def check(x: Any) -> tuple[str, str] | None:
 
 
 def _to_numpy_converter() -> Any:
-    """The NumPy view of an array (of a ChunkedArray's one chunk); booleans unpacked and
-    dates converted (a ``STEP_COPIES`` verdict); where Arrow would copy, ``NeedsCopy``."""
+    """The NumPy view of an array (of a ChunkedArray's one chunk); where Arrow would copy,
+    the check decides: booleans unpacked and dates converted (its ``STEP_COPIES`` verdict),
+    anything else ``NeedsCopy`` with its verdict (nulls, chunks, no NumPy dtype)."""
     chunked = module("pyarrow").ChunkedArray
 
     def convert(x: Any) -> Any:
@@ -87,10 +88,11 @@ def _to_numpy_converter() -> Any:
         try:
             return x.to_numpy(zero_copy_only=True)
         except (ValueError, TypeError, NotImplementedError) as e:  # Arrow would copy
-            if _kind(x.type) in "bc":
+            verdict = check(x)
+            if verdict is not None and verdict[0] == STEP_COPIES:
                 return x.to_numpy(zero_copy_only=False)
-            raise NeedsCopy(NEEDS_COPY, f"{describe(x)}: Arrow cannot give a NumPy view "
-                                        f"without copying ({e})") from None
+            raise NeedsCopy(*(verdict or (NEEDS_COPY, f"{describe(x)}: Arrow cannot give a "
+                                          f"NumPy view without copying ({e})"))) from None
 
     return convert
 
