@@ -35,7 +35,8 @@ def can_convert(x: Any, target: str, *, device: str | None = None,
 
 def shares_memory(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device; a
-    value of several chunks overlaps where any of its chunks does."""
+    value of several chunks, or of several buffers (an Arrow validity bitmap, offsets and
+    values), overlaps where any of them does."""
     return any(va.device == vb.device and _overlap(va.extent(), vb.extent())
                for va in _views(a) for vb in _views(b))
 
@@ -45,7 +46,8 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _views(x: Any) -> list:
-    """The buffer views of ``x``: one, one per chunk, or none (no known buffer)."""
+    """The buffer views of ``x``: every buffer of each chunk (values, validity, offsets),
+    or its one view, or none (no known buffer)."""
     try:
         adapter = REGISTRY.adapters[REGISTRY.owner(x)]
     except InteropError:
@@ -55,11 +57,16 @@ def _views(x: Any) -> list:
     parts = adapter.chunks(x) if adapter.chunks is not None else None
     if parts is not None:
         return [v for part in parts for v in _views(part)]
+    if adapter.buffers is not None:
+        try:
+            return adapter.buffers(x)
+        except Exception:  # not readable this way (a polars value without pyarrow): its view
+            pass
     if adapter.view is None:
         return []
     try:
         return [adapter.view(x)]
-    except Exception:  # a value with no single buffer (nulls, sharded) shares none
+    except Exception:  # a value with no single buffer (sharded) shares none
         return []
 
 

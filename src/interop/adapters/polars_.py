@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
+from . import pyarrow_
 from .base import (
     NEEDS_COPY,
     NULLS,
@@ -128,6 +129,13 @@ def view(s: Any) -> BufferView:
     return BufferView(v.ptr, v.shape, v.strides, v.itemsize, v.dtype, v.device, True, s)
 
 
+def buffers(s: Any) -> list[BufferView]:
+    """Every buffer of a one-chunk Series (validity bitmap, values, offsets), read from
+    polars' own zero-copy Arrow export (``to_arrow``, string views kept as they are)."""
+    pl = sys.modules["polars"]
+    return pyarrow_.buffers(s.to_arrow(compat_level=pl.CompatLevel.newest()))
+
+
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
     if dt.char == "?":
         return STEP_COPIES, "polars packs booleans into bits; packing them copies"
@@ -145,10 +153,22 @@ def _polars_dtypes() -> frozenset[Any]:
     return frozenset(np.dtype(c) for c in _POLARS_NUMERIC)
 
 
+def _viewable_dtypes() -> frozenset[Any]:
+    """The polars dtypes whose Series ``to_numpy(allow_copy=False)`` views as they are, or
+    refuses (nulls, chunks): numbers, and timestamps and durations without a time zone. (An
+    empty Series of any other dtype it "views" too, as object or float32 data: the check
+    decides those.)"""
+    pl = module("polars")
+    units = ("ms", "us", "ns")
+    return frozenset([getattr(pl, n)() for n in _NUMBERS if hasattr(pl, n)]
+                     + [pl.Datetime(u) for u in units] + [pl.Duration(u) for u in units])
+
+
 def _edges() -> list[Edge]:
     return [
         Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", lambda: _to_numpy_view,
-             check=check, accepts=Accepts(lambda: (module("polars").Series,))),
+             check=check, accepts=Accepts(lambda: (module("polars").Series,),
+                                          _viewable_dtypes)),
         Edge("numpy", "polars", "polars.Series",
              lambda: partial(module("polars").Series, None),  # Series(name=None, values=a)
              check=_np_check, accepts=Accepts(lambda: (module("numpy").ndarray,),
@@ -164,6 +184,7 @@ ADAPTER = ArrayAdapter(
     chunks=lambda s: s.get_chunks() if s.n_chunks() > 1 else None,
     is_value=_is_value,
     view=view,
+    buffers=buffers,
     to_numpy=to_numpy,
     edges=_edges,
 )
