@@ -859,6 +859,8 @@ def test_generic_values_keep_the_contract(value: tuple[str, Any], tgt: str) -> N
     except InteropError:
         return
     want = np.asarray(x.a if isinstance(x, ArrayInterfaceOnly) else x)
+    narrow = NARROWED.get((tgt, want.dtype.name))  # JAX, 64-bit types off
+    want = want if narrow is None else want.astype(narrow)
     got = to_host(res)
     assert np.array_equal(got.reshape(want.shape).astype(want.dtype) if got.size == want.size
                           else got, want), f"{here}: wrong values {got!r} != {want!r}"

@@ -94,7 +94,7 @@ def arrow_array(name: str, n: int, nulls: list[int], offset: int = 0) -> Any:
         import numpy as np
 
         arr = pa.array(np.array([0.0 if v is None else v for v in values], np.float16),
-                       mask=np.array([v is None for v in values]))
+                       mask=np.array([v is None for v in values], bool))
     elif name == "dictionary<string>":
         arr = pa.array(values, pa.string()).dictionary_encode()
     else:
