@@ -149,7 +149,8 @@ def run_in_order(cases: list[list]) -> list[list[str]]:
     out = []
     for spec, target in cases:
         x = build(spec)
-        out.append([outcome(lambda: interop.to_framework(x, target)) for _ in range(2)])
+        out.append([outcome(lambda x=x, target=target: interop.to_framework(x, target))
+                    for _ in range(2)])
     return out
 
 
