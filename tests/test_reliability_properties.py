@@ -746,13 +746,21 @@ def check_truth_case(x: Any, tgt: str, here: str, make: Any) -> None:
     _record(type(x).__name__, tgt, out)
 
 
-@_settings()
-@given(spec=null_specs(), tgt=st.sampled_from(NULL_TARGETS))
-def test_values_with_nulls_keep_the_contract(spec: list, tgt: str) -> None:
-    x = truth_samples.build(spec)
-    if x is None:
-        return
-    check_truth_case(x, tgt, f"{spec} -> {tgt}", lambda: truth_samples.build(spec))
+def _seeded(prop: Any) -> None:
+    """Run a property: derandomized, or from ``RELIABILITY_SEED`` (the slow profile)."""
+    (seed(int(SEED))(prop) if SEED is not None else prop)()
+
+
+@pytest.mark.parametrize("tgt", NULL_TARGETS)
+def test_values_with_nulls_keep_the_contract(tgt: str) -> None:
+    @_settings()
+    @given(spec=null_specs())
+    def prop(spec: list) -> None:
+        x = truth_samples.build(spec)
+        if x is not None:
+            check_truth_case(x, tgt, f"{spec} -> {tgt}", lambda: truth_samples.build(spec))
+
+    _seeded(prop)
 
 
 def _checked_outcome(x: Any, tgt: str) -> str:
@@ -775,12 +783,20 @@ def same_type_groups(draw) -> list[list]:
     return [draw(null_specs(kind, name)) for name in names]
 
 
-@_settings()
-@given(group=same_type_groups(), tgt=st.sampled_from(NULL_TARGETS))
-def test_kept_plans_never_change_an_outcome(group: list, tgt: str) -> None:
+@pytest.mark.parametrize("tgt", NULL_TARGETS)
+def test_kept_plans_never_change_an_outcome(tgt: str) -> None:
     """Values of one Python type converted in sequence, in both orders, each twice (the first
     call of a pair plans, the second makes its fast form): every outcome is the checked
     plan's, whatever was converted before."""
+    @_settings()
+    @given(group=same_type_groups())
+    def prop(group: list) -> None:
+        _sequences(group, tgt)
+
+    _seeded(prop)
+
+
+def _sequences(group: list, tgt: str) -> None:
     reg = interop.api.REGISTRY
     group = [spec for spec in group if truth_samples.build(spec) is not None]
     for order in (group, group[::-1]):
@@ -795,11 +811,11 @@ def test_kept_plans_never_change_an_outcome(group: list, tgt: str) -> None:
         SEQUENCES.append((cases, want))
 
 
-def test_first_calls_in_a_fresh_process_match(request: Any) -> None:
+def test_first_calls_in_a_fresh_process_match() -> None:
     """The sequences converted here, replayed in reverse in a fresh process (its first
     calls: no plan, no memoised verdict yet), give the same outcomes."""
-    if not SEQUENCES:
-        test_kept_plans_never_change_an_outcome()
+    if not SEQUENCES:  # run alone, or before the sequences
+        test_kept_plans_never_change_an_outcome("numpy")
     cases = [c for seq, _ in SEQUENCES for c in seq][::-1]
     want = [[w, w] for _, ws in SEQUENCES for w in ws][::-1]
     r = subprocess.run([sys.executable, str(Path(__file__).with_name("truth_samples.py"))],
@@ -854,10 +870,17 @@ def generic_values(draw) -> tuple[str, Any]:
     return kind, ArrayInterfaceOnly(np.asarray(a))
 
 
-@_settings()
-@given(value=generic_values(), tgt=st.sampled_from(NULL_TARGETS))
-def test_generic_values_keep_the_contract(value: tuple[str, Any], tgt: str) -> None:
-    kind, x = value
+@pytest.mark.parametrize("tgt", NULL_TARGETS)
+def test_generic_values_keep_the_contract(tgt: str) -> None:
+    @_settings()
+    @given(value=generic_values())
+    def prop(value: tuple[str, Any]) -> None:
+        _generic_case(*value, tgt)
+
+    _seeded(prop)
+
+
+def _generic_case(kind: str, x: Any, tgt: str) -> None:
     here = f"{kind} {getattr(x, 'dtype', type(x).__name__)} -> {tgt}"
     check_truth_case(x, tgt, here, lambda: x)
     try:
@@ -876,16 +899,21 @@ WRONG_COPIES = (np.array([1, 2, 3]), np.array(True), "yes", 1, 0, 1.0, np.bool_(
 WRONG_DEVICES = ([1], 3.5, np.array([1]), object(), b"cpu")
 
 
-@_settings()
-@given(lay=layouts(max_ndim=2), tgt=st.sampled_from(NULL_TARGETS),
-       copy=st.sampled_from(WRONG_COPIES), device=st.sampled_from(WRONG_DEVICES),
-       kept=st.sampled_from([None, True, False]))
-def test_wrong_copy_and_device_types_are_refused(lay: Layout, tgt: str, copy: Any,
-                                                 device: Any, kept: Any) -> None:
+def test_wrong_copy_and_device_types_are_refused() -> None:
     """``copy=`` and ``device=`` of the wrong type: a clear InteropError (a TypeError or
     ValueError) from to_framework and explain, can_convert False, whatever plan was kept
     before (``copy=1`` must not find the plan kept for ``copy=True``)."""
-    x = build_numpy(lay)
+    @_settings()
+    @given(lay=layouts(max_ndim=2), tgt=st.sampled_from(NULL_TARGETS),
+           copy=st.sampled_from(WRONG_COPIES), device=st.sampled_from(WRONG_DEVICES),
+           kept=st.sampled_from([None, True, False]))
+    def prop(lay: Layout, tgt: str, copy: Any, device: Any, kept: Any) -> None:
+        _wrong_case(build_numpy(lay), tgt, copy, device, kept)
+
+    _seeded(prop)
+
+
+def _wrong_case(x: np.ndarray, tgt: str, copy: Any, device: Any, kept: Any) -> None:
     try:
         interop.to_framework(x, tgt, copy=kept)
     except InteropError:
