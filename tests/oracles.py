@@ -384,6 +384,10 @@ def _pandas_regions(s: Any) -> list[tuple[int, int]]:
         return _numpy_region(arr._data) + _numpy_region(arr._mask)
     if hasattr(arr, "codes"):  # a Categorical: its codes, a view
         return _numpy_region(arr.codes)
+    if hasattr(arr, "sp_values"):  # a SparseArray: the values it stores
+        return _numpy_region(arr.sp_values)
+    if hasattr(arr, "asi8"):  # datetimes (with a time zone too): its int64 view
+        return _numpy_region(arr.asi8)
     first, second = np.asarray(arr), np.asarray(arr)
     if first.size and first.ctypes.data != second.ctypes.data:
         raise TypeError("pandas' own NumPy view of this Series is a copy: no oracle")

@@ -60,6 +60,9 @@ def _with_nulls():
         "polars string": pl.Series(["a", None, "ccc"]),
         "pandas arrow NA": pd.Series([1, None, 3], dtype="int64[pyarrow]"),
         "pandas masked NA": pd.Series([1, None, 3], dtype="Int64"),
+        "pandas category": pd.Series(["a", "b", "a"], dtype="category"),
+        "pandas sparse": pd.Series([0.0, 1.0, 0.0, 2.0], dtype="Sparse[float32]"),
+        "pandas datetime tz": pd.Series(pd.date_range("2024", periods=3, tz="UTC")),
     }
 
 

@@ -126,9 +126,9 @@ def view(s: Any) -> BufferView:
 def buffers(s: Any) -> list[BufferView]:
     """Every buffer of the Series' values: an Arrow-backed array's (per chunk: validity,
     values, offsets), a masked array's values and mask, or the one NumPy array behind the
-    others (categorical codes, datetimes, plain NumPy data). pandas names these buffers
-    only privately (``_pa_array``, ``_data``/``_mask``, ``_ndarray``); a kind without them
-    has its :func:`view`."""
+    others (categorical codes, datetimes, plain NumPy data), a sparse array's stored values.
+    pandas names most of these only privately (``_pa_array``, ``_data``/``_mask``,
+    ``_ndarray``); a kind without them has none interop can point at."""
     from ..protocols.array_interface import view_of_numpy
 
     arr = s.array
@@ -138,10 +138,8 @@ def buffers(s: Any) -> list[BufferView]:
     ndarray = _np().ndarray
     parts = [getattr(arr, n, None) for n in ("_data", "_mask")]
     if not all(type(p) is ndarray for p in parts):
-        parts = [getattr(arr, "_ndarray", None)]
-    if type(parts[0]) is not ndarray:
-        return [view(s)]
-    return [view_of_numpy(p) for p in parts]
+        parts = [getattr(arr, "_ndarray", None), getattr(arr, "sp_values", None)]
+    return [view_of_numpy(p) for p in parts if type(p) is ndarray]
 
 
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
