@@ -435,10 +435,16 @@ def regions(x: Any) -> list[tuple[str, int, int]]:
         return [("cpu", *r) for r in _arrow_any(x)]
     if mod == "pandas":
         return [("cpu", *r) for r in _pandas_regions(x)]
-    if mod == "polars":
-        import pyarrow as pa
+    if mod == "polars":  # its physical data (codes, not a dictionary), by its C stream;
+        import pyarrow as pa  # a buffer at another address in a second export is a copy
 
-        return [("cpu", *r) for r in _arrow_any(pa.chunked_array(x))]  # its C stream
+        codes = type(x.dtype).__name__ in ("Categorical", "Enum")
+        try:
+            first, again = (_arrow_any(pa.chunked_array(x.to_physical() if codes else x))
+                            for _ in range(2))
+        except pa.ArrowException as e:
+            raise TypeError(f"polars' Arrow stream of {x.dtype} is unreadable: {e}") from e
+        return [("cpu", *r) for r in first if r in again]
     if mod in ("torch", "jax", "jaxlib", "tensorflow", "paddle") or type(x).__name__ == \
             "PyCapsule":
         lay = _layout(x)

@@ -711,11 +711,13 @@ def null_specs(draw, kind: str | None = None, name: str | None = None) -> list:
 
 def _result_regions_check(x: Any, res: Any, plan: Any, here: str) -> None:
     """shares_memory against the pointers of every buffer, and the plan's zero-copy claim."""
-    truth = oracles.shares_any(x, res)
+    try:
+        truth = oracles.shares_any(x, res)
+    except TypeError:  # no pointer oracle for this value (a polars Decimal)
+        return
     assert interop.shares_memory(x, res) == truth, (
         f"{here}\nshares_memory says {not truth}, the pointers say {truth}")
-    empty = not oracles.regions(x)
-    if res is x or empty:
+    if res is x or not oracles.regions(x):
         return
     assert truth == plan.zero_copy, f"{here}\nzero-copy={plan.zero_copy}, shares={truth}"
 
@@ -723,8 +725,12 @@ def _result_regions_check(x: Any, res: Any, plan: Any, here: str) -> None:
 def check_truth_case(x: Any, tgt: str, here: str, make: Any) -> None:
     """The contract for one value, every ``copy=``: plan, can_convert and outcome agree;
     zero-copy claims and shares_memory match the pointers. ``make`` gives a fresh value."""
-    assert interop.shares_memory(x, x) == oracles.shares_any(x, x), f"{here}\nwith itself"
-    out = Outcome(empty=not oracles.regions(x))
+    try:
+        alone = oracles.shares_any(x, x)
+    except TypeError:  # no pointer oracle for this value (a polars Decimal)
+        alone = None
+    assert alone is None or interop.shares_memory(x, x) == alone, f"{here}\nwith itself"
+    out = Outcome(empty=not alone)
     for copy in COPY_MODES:
         v = make()
         at = f"{here}, copy={copy}"

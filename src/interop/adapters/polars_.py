@@ -131,9 +131,16 @@ def view(s: Any) -> BufferView:
 
 def buffers(s: Any) -> list[BufferView]:
     """Every buffer of a one-chunk Series (validity bitmap, values, offsets), read from
-    polars' own zero-copy Arrow export (``to_arrow``, string views kept as they are)."""
+    polars' own Arrow export of its physical data (categorical codes, not a dictionary
+    made for the export; string views kept as they are). A buffer the export copies (at
+    another address in a second export: a sliced validity bitmap) is not the Series' own
+    and is left out."""
     pl = sys.modules["polars"]
-    return pyarrow_.buffers(s.to_arrow(compat_level=pl.CompatLevel.newest()))
+    newest = pl.CompatLevel.newest()
+    physical = s.to_physical() if type(s.dtype).__name__ in ("Categorical", "Enum") else s
+    first = pyarrow_.buffers(physical.to_arrow(compat_level=newest))
+    again = {v.extent() for v in pyarrow_.buffers(physical.to_arrow(compat_level=newest))}
+    return [v for v in first if v.extent() in again]
 
 
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
