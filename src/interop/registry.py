@@ -272,7 +272,8 @@ def _converter(reg: Registry) -> Callable[..., Any]:
             else:
                 return plan(x)
         elif stream is None and not options:
-            check_copy(copy)  # before the lookup: 1 would find the plan kept for True
+            if copy is not True and copy is not False and copy is not None:
+                check_copy(copy)  # it raises; before the lookup: 1 finds the plan for True
             try:
                 plan = other.get((type(x), target, device, copy))
             except TypeError:  # an unhashable argument, named by plan_for
