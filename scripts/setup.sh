@@ -41,7 +41,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     pip_install "tensorflow-cpu==2.21.0" "paddlepaddle==3.3.1"
   # The CUDA 12 GPU packages import on a CPU machine, for the detection and error tests; not
   # the gpu-cu12 extra itself, whose numba-cuda[cu12] pulls the CUDA toolkit wheels.
-  step "installing interop[all,test] and the CUDA 12 GPU packages" pip_install -e ".[all,test]" \
+  step "installing interop-mempool[all,test] and the CUDA 12 GPU packages" pip_install -e ".[all,test]" \
     "cupy-cuda12x>=13" "rmm-cu12>=24.10" "numba-cuda>=0.20"
   # paddle before tensorflow: importing paddle after tensorflow segfaults (both bundle
   # protobuf). Their import-time log lines are not ours: quietened here, shown on failure.

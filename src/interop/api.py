@@ -17,13 +17,13 @@ to_framework = REGISTRY.convert
 to_framework.__module__ = __name__
 
 
-def explain(x: Any, target: str, *, device: str | None = None,
+def explain(x: Any, target: str, *, device: Any = None,
             copy: bool | None = None, **options: Any) -> Plan:
     """The plan ``to_framework(x, target, ...)`` would follow: steps, zero-copy, reasons."""
     return REGISTRY.explain(x, target, device, copy, options)
 
 
-def can_convert(x: Any, target: str, *, device: str | None = None,
+def can_convert(x: Any, target: str, *, device: Any = None,
                 copy: bool | None = None) -> bool:
     """Whether ``to_framework(x, target, ...)`` would succeed; converts nothing (where the plan
     copies, the value is read to host NumPy as the copy would read it, to judge what follows)."""

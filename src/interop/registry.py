@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .adapters.base import ArrayAdapter, Edge, TableAdapter
 from .arguments import check_copy
+from .devices import device_name
 from .errors import (
     FrameworkMissingError,
     InteropError,
@@ -133,6 +134,8 @@ class Registry:
     def plan_for(self, x: Any, target: str, device: Any, copy: bool | None, stream: Any,
                  options: dict[str, Any] | None = None) -> Convert:
         """The plan converting values of ``type(x)`` to ``target`` (made, and kept, once)."""
+        if device is not None:
+            device = device_name(device)  # a framework's device object: plans kept by its string
         with self._lock:
             src = self.owner(x)
             tgt = self.target(target)
@@ -235,6 +238,8 @@ class Registry:
         """The plan for this value: steps, zero-copy or not, reasons and hazards."""
         from .explanation import explain  # loaded by the first explain, not by a first call
 
+        if device is not None:
+            device = device_name(device)
         return explain(self, x, target, device, copy, options)
 
 
@@ -254,13 +259,16 @@ def _no_options(src: str, options: dict[str, Any]) -> InteropError:
 def _converter(reg: Registry) -> Callable[..., Any]:
     plans, other, plan_for = reg.plans, reg.other, reg.plan_for
 
-    def to_framework(x: Any, target: str, *, device: str | None = None,
+    def to_framework(x: Any, target: str, *, device: Any = None,
                      copy: bool | None = None, stream: Any = None, **options: Any) -> Any:
         """Convert ``x`` to framework ``target``, without copying whenever the layouts allow.
 
         ``copy=None`` copies only when it must (``explain`` says why), ``copy=False`` raises
         :class:`~interop.errors.ZeroCopyError` instead, ``copy=True`` always returns a fresh
-        buffer. ``device=None`` keeps the data where it is; ``stream`` orders GPU work.
+        buffer. ``device=None`` keeps the data where it is; ``device="cpu"``, ``"cuda:N"`` or a
+        framework's device object (``torch.device``, a JAX ``Device``, ``cupy.cuda.Device``)
+        names where the result lives (moving between devices is a copy). ``stream`` orders GPU
+        work.
         ``options`` (``nulls=``, ``fill_value=``, ``columns=``) apply to tables and
         dataframes.
         """

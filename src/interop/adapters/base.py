@@ -65,7 +65,8 @@ class ArrayAdapter:
     Array Interface producer, a buffer-protocol object)."""
     rules: ConsumerRules | None = None
     install: str = ""
-    """How a user installs it (``pip install ...``); empty: its own ``interop[<name>]`` extra."""
+    """How a user installs it (``pip install ...``); empty: its own extra,
+    ``interop-mempool[<name>]``."""
     gpu_rules: ConsumerRules | None = None
     """What it needs to import a device buffer (DLPack or CUDA Array Interface) without
     copying or crashing; ``None``: it takes any layout there."""
@@ -168,7 +169,7 @@ def missing(name: str, package: str, install: str) -> str | None:
     """Why ``package`` cannot be imported here, with the fix; ``None`` when it can."""
     if installed(package):
         return None
-    fix = install or f'pip install "interop[{name}]"'
+    fix = install or f'pip install "interop-mempool[{name}]"'
     return f"{name} is not installed: {fix} (no module {package!r} here)"
 
 

@@ -51,7 +51,7 @@ ADAPTER = ArrayAdapter(
     aliases=("cp",),
     modules=("cupy",),
     package="cupy",
-    install='pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"',
+    install='pip install "interop-mempool[gpu-cu12]" or "interop-mempool[gpu-cu13]"',
     devices=("cuda",),
     hub=True,
     rules=ConsumerRules(name="CuPy"),
