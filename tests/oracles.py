@@ -452,6 +452,10 @@ def regions(x: Any) -> list[tuple[str, int, int]]:
         return [(lay.device, lo, hi)] if hi > lo else []
     if hasattr(x, "__array_interface__"):
         return [("cpu", *r) for r in _interface_region(x)]
+    if hasattr(type(x), "__dlpack__"):  # a DLPack producer: its capsule, read here
+        lay = _capsule(x.__dlpack__())
+        lo, hi = _extent(lay)
+        return [(lay.device, lo, hi)] if hi > lo else []
     return [("cpu", *r) for r in _buffer_region(x)]
 
 

@@ -842,6 +842,19 @@ class ArrayInterfaceOnly:
         self.__array_interface__ = a.__array_interface__
 
 
+class DLPackOnly:
+    """A producer with only ``__dlpack__`` and ``__dlpack_device__`` (over its array)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.a.__dlpack_device__()
+
+
 @st.composite
 def generic_values(draw) -> tuple[str, Any]:
     """A value that is no framework's array, a NumPy scalar, or a NumPy array whose byte
@@ -849,7 +862,8 @@ def generic_values(draw) -> tuple[str, Any]:
     import array
 
     kind = draw(st.sampled_from(["scalar", "odd-strides", "bytearray", "memoryview",
-                                 "bytes-view", "array.array", "array-interface"]))
+                                 "bytes-view", "array.array", "array-interface",
+                                 "dlpack-producer"]))
     dtype = np_dtype(draw(st.sampled_from([d for d in DTYPES if d != "bfloat16"])))
     n = draw(st.integers(0, 6))
     if kind == "scalar":
@@ -873,6 +887,8 @@ def generic_values(draw) -> tuple[str, Any]:
         code = draw(st.sampled_from("bhilqfd"))
         return kind, array.array(code, range(n))
     a = fill_values(dtype, n * 2)[::draw(st.sampled_from([1, 2]))]
+    if kind == "dlpack-producer":
+        return kind, DLPackOnly(np.asarray(a))
     return kind, ArrayInterfaceOnly(np.asarray(a))
 
 
@@ -893,7 +909,7 @@ def _generic_case(kind: str, x: Any, tgt: str) -> None:
         res = interop.to_framework(x, tgt)
     except InteropError:
         return
-    want = np.asarray(x.a if isinstance(x, ArrayInterfaceOnly) else x)
+    want = np.asarray(x.a if isinstance(x, (ArrayInterfaceOnly, DLPackOnly)) else x)
     narrow = NARROWED.get((tgt, want.dtype.name))  # JAX, 64-bit types off
     want = want if narrow is None else want.astype(narrow)
     got = to_host(res)
