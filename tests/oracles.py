@@ -323,3 +323,143 @@ def raw(x: Any, dtype: Any = None) -> np.ndarray:
         return np.empty(lay.shape, dt)
     buf = (ctypes.c_char * (hi - lo)).from_address(lo)
     return np.ndarray(lay.shape, dt, buffer=buf, offset=lay.ptr - lo, strides=lay.strides)
+
+
+# ---- every buffer of a value: the truth for interop.shares_memory ----------------------------
+
+def _arrow_regions(arr: Any) -> list[tuple[int, int]]:
+    """The bytes each buffer of one Arrow array holds for its elements, from Arrow's own
+    ``buffers()``, ``offset`` and the offsets NumPy reads out of Arrow's buffer: the validity
+    bits, the values (bit-packed or fixed width), a string's offsets and the data they span;
+    the buffers of other nested types whole."""
+    import pyarrow as pa
+
+    t, n, o = arr.type, len(arr), arr.offset
+    if pa.types.is_dictionary(t):
+        return _arrow_regions(arr.indices) + _arrow_regions(arr.dictionary)
+    bufs = arr.buffers()
+
+    def bits(b: Any) -> tuple[int, int]:
+        return (b.address + o // 8, b.address + (o + n + 7) // 8) if n else (0, 0)
+
+    out = [bits(bufs[0])] if bufs[0] is not None else []
+    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or \
+            pa.types.is_large_binary(t):
+        offsets = np.frombuffer(bufs[1], np.int64 if pa.types.is_large_string(t)
+                                or pa.types.is_large_binary(t) else np.int32)
+        w = offsets.itemsize
+        out.append((bufs[1].address + o * w, bufs[1].address + (o + n + 1) * w))
+        if bufs[2] is not None:
+            out.append((bufs[2].address + int(offsets[o]), bufs[2].address + int(offsets[o + n])))
+    elif (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+          or pa.types.is_temporal(t) or pa.types.is_decimal(t)
+          or pa.types.is_fixed_size_binary(t)):
+        if t.bit_width == 1:
+            out.append(bits(bufs[1]))
+        else:
+            w = t.bit_width // 8
+            out.append((bufs[1].address + o * w, bufs[1].address + (o + n) * w))
+    elif not pa.types.is_null(t):
+        out += [(b.address, b.address + b.size) for b in bufs[1:] if b is not None]
+    return [r for r in out if r[1] > r[0]]
+
+
+def _arrow_any(x: Any) -> list[tuple[int, int]]:
+    chunks = x.chunks if hasattr(x, "num_chunks") else [x]
+    return [r for c in chunks for r in _arrow_regions(c)]
+
+
+def _numpy_region(a: np.ndarray) -> list[tuple[int, int]]:
+    if not a.size:
+        return []
+    lo, hi = np.lib.array_utils.byte_bounds(a)
+    return [(lo, hi)]
+
+
+def _pandas_regions(s: Any) -> list[tuple[int, int]]:
+    arr = s.array
+    if type(arr).__name__ in ("ArrowExtensionArray", "ArrowStringArray"):
+        return _arrow_any(arr.__arrow_array__())  # pandas' own Arrow export: no copy
+    if hasattr(arr, "_mask") and hasattr(arr, "_data"):  # a masked array's two NumPy arrays
+        return _numpy_region(arr._data) + _numpy_region(arr._mask)
+    if hasattr(arr, "codes"):  # a Categorical: its codes, a view
+        return _numpy_region(arr.codes)
+    if hasattr(arr, "sp_values"):  # a SparseArray: the values it stores
+        return _numpy_region(arr.sp_values)
+    if hasattr(arr, "asi8"):  # datetimes (with a time zone too): its int64 view
+        return _numpy_region(arr.asi8)
+    first, second = np.asarray(arr), np.asarray(arr)
+    if first.size and first.ctypes.data != second.ctypes.data:
+        raise TypeError("pandas' own NumPy view of this Series is a copy: no oracle")
+    return _numpy_region(first)
+
+
+def _buffer_region(x: Any) -> list[tuple[int, int]]:
+    """A buffer-protocol object's bytes: ``array.array.buffer_info()``, ctypes over a
+    writable buffer, NumPy's ``frombuffer`` over a read-only one."""
+    import array
+
+    if isinstance(x, array.array):
+        addr, n = x.buffer_info()
+        return [(addr, addr + n * x.itemsize)] if n else []
+    mv = memoryview(x)
+    if not mv.nbytes:
+        return []
+    if not mv.readonly and mv.contiguous:
+        c = (ctypes.c_char * mv.nbytes).from_buffer(mv.cast("B"))
+        return [(ctypes.addressof(c), ctypes.addressof(c) + mv.nbytes)]
+    a = np.frombuffer(mv.cast("B") if mv.contiguous else mv.tobytes(), np.uint8)
+    return _numpy_region(a)
+
+
+def _interface_region(x: Any) -> list[tuple[int, int]]:
+    ai = x.__array_interface__
+    shape, size = tuple(ai["shape"]), np.dtype(ai["typestr"]).itemsize
+    lay = Layout("cpu", ai["data"][0], shape, tuple(ai.get("strides") or _c_strides(shape, size)),
+                 size)
+    lo, hi = _extent(lay)
+    return [(lo, hi)] if hi > lo else []
+
+
+def regions(x: Any) -> list[tuple[str, int, int]]:
+    """Every non-empty byte range ``(device, lo, hi)`` that ``x``'s elements occupy, by its
+    framework's own accessors (every buffer of a value of several: Arrow's validity bitmap,
+    values and offsets; a pandas masked array's mask; polars read through its Arrow C
+    stream by pyarrow). A NumPy scalar has none (each read of it is a new array)."""
+    mod = type(x).__module__.partition(".")[0]
+    if isinstance(x, np.generic):
+        return []
+    if isinstance(x, np.ndarray):
+        return [("cpu", *r) for r in _numpy_region(x)]
+    if mod == "pyarrow":
+        return [("cpu", *r) for r in _arrow_any(x)]
+    if mod == "pandas":
+        return [("cpu", *r) for r in _pandas_regions(x)]
+    if mod == "polars":  # its physical data (codes, not a dictionary), by its C stream;
+        import pyarrow as pa  # a buffer at another address in a second export is a copy
+
+        codes = type(x.dtype).__name__ in ("Categorical", "Enum")
+        try:
+            first, again = (_arrow_any(pa.chunked_array(x.to_physical() if codes else x))
+                            for _ in range(2))
+        except pa.ArrowException as e:
+            raise TypeError(f"polars' Arrow stream of {x.dtype} is unreadable: {e}") from e
+        return [("cpu", *r) for r in first if r in again]
+    if mod in ("torch", "jax", "jaxlib", "tensorflow", "paddle") or type(x).__name__ == \
+            "PyCapsule":
+        lay = _layout(x)
+        lo, hi = _extent(lay)
+        return [(lay.device, lo, hi)] if hi > lo else []
+    if hasattr(x, "__array_interface__"):
+        return [("cpu", *r) for r in _interface_region(x)]
+    if hasattr(type(x), "__dlpack__"):  # a DLPack producer: its capsule, read here
+        lay = _capsule(x.__dlpack__())
+        lo, hi = _extent(lay)
+        return [(lay.device, lo, hi)] if hi > lo else []
+    return [("cpu", *r) for r in _buffer_region(x)]
+
+
+def shares_any(a: Any, b: Any) -> bool:
+    """Whether any byte of any buffer of ``a`` is a byte of a buffer of ``b`` (same device)."""
+    return any(da == db and alo < bhi and blo < ahi
+               for da, alo, ahi in regions(a) for db, blo, bhi in regions(b))

@@ -35,8 +35,8 @@ def can_convert(x: Any, target: str, *, device: Any = None,
 
 def shares_memory(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device; a
-    value of several chunks, or a structure, overlaps where any of its chunks or array
-    leaves does."""
+    value of several chunks, of several buffers (an Arrow validity bitmap, offsets and
+    values), or a structure, overlaps where any of its buffers or array leaves does."""
     return any(va.device == vb.device and _overlap(va.extent(), vb.extent())
                for va in _views(a) for vb in _views(b))
 
@@ -46,8 +46,8 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _views(x: Any) -> list:
-    """The buffer views of ``x``: one, one per chunk, one per array leaf of a structure, or
-    none (no known buffer)."""
+    """The buffer views of ``x``: every buffer of each chunk (values, validity, offsets),
+    one per array leaf of a structure, or its one view, or none (no known buffer)."""
     try:
         adapter = REGISTRY.adapters[REGISTRY.owner(x)]
     except InteropError:
@@ -60,11 +60,16 @@ def _views(x: Any) -> list:
     parts = adapter.chunks(x) if adapter.chunks is not None else None
     if parts is not None:
         return [v for part in parts for v in _views(part)]
+    if adapter.buffers is not None:
+        try:
+            return adapter.buffers(x)
+        except Exception:  # not readable this way (a polars value without pyarrow): its view
+            pass
     if adapter.view is None:
         return []
     try:
         return [adapter.view(x)]
-    except Exception:  # a value with no single buffer (nulls, sharded) shares none
+    except Exception:  # a value with no single buffer (sharded) shares none
         return []
 
 

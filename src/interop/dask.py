@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from .arguments import check_copy
 from .errors import DeviceError, FrameworkMissingError, UnsupportedConversionError
 
 try:
@@ -125,10 +126,7 @@ def _check(collection: Any, target: Any, call: str, copy: Any) -> tuple[str, str
     from .api import REGISTRY
 
     kind = _kind(collection, call, target)
-    if copy not in (None, True, False):
-        from .errors import InteropError
-
-        raise InteropError(f"copy must be None, True or False, got {copy!r}")
+    check_copy(copy)
     return kind, REGISTRY.target(target)
 
 

@@ -12,6 +12,10 @@ class UnknownFrameworkError(InteropError, ValueError):
     """A target name that no registered framework answers to."""
 
 
+class ArgumentError(InteropError, TypeError):
+    """An argument of a public call that is not one of the values it takes (``copy=``)."""
+
+
 class UnsupportedConversionError(InteropError, TypeError):
     """No path exists between the source and the target (dtype, rank or kind unsupported)."""
 

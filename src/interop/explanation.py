@@ -14,6 +14,7 @@ from .adapters.base import (
     StructureAdapter,
     TableAdapter,
 )
+from .arguments import check_copy
 from .errors import FrameworkMissingError, InteropError, NullsError
 from .plan import Plan, Step
 from .protocols import dlpack
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 def explain(reg: Registry, x: Any, target: str, device: Any = None,
             copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
     """The plan for this value: steps, zero-copy or not, reasons and hazards."""
+    check_copy(copy)
     src = reg.owner(x)
     tgt = reg.target(target)
     adapter = reg.adapters[src]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .adapters.base import ArrayAdapter, Edge, StructureAdapter, TableAdapter
+from .arguments import check_copy
 from .devices import device_name
 from .errors import (
     FrameworkMissingError,
@@ -151,8 +152,7 @@ class Registry:
             missing = self.adapters[tgt].missing()
             if missing:
                 raise FrameworkMissingError(f"{src} -> {tgt}: {missing}")
-            if copy not in (None, True, False):
-                raise InteropError(f"copy must be None, True or False, got {copy!r}")
+            check_copy(copy)
             adapter = self.adapters[src]
             why = self.refusal(adapter, x, tgt)
             if why:
@@ -319,6 +319,7 @@ def _converter(reg: Registry) -> Callable[..., Any]:
             else:
                 return plan(x)
         elif stream is None and not options:
+            check_copy(copy)  # before the lookup: 1 would find the plan kept for True
             try:
                 plan = other.get((type(x), target, device, copy))
             except TypeError:  # an unhashable argument, named by plan_for

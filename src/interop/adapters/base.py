@@ -79,6 +79,11 @@ class ArrayAdapter:
     chunks: Callable[[Any], list[Any] | None] | None = None
     """The parts of a value held in several buffers (each a value with a view); ``None``
     from it when the value is one buffer."""
+    buffers: Callable[[Any], list[BufferView]] | None = None
+    """Every buffer a value's elements occupy (values, validity bitmap, offsets), for values
+    that are more than one buffer (nulls, strings) or none a :attr:`view` can describe
+    (bit-packed booleans); ``None``: the view is all of it. :func:`interop.shares_memory`
+    reads it."""
     device: Callable[[Any], tuple[str, int]] = field(default=_host)
     to_numpy: Callable[[Any], Any] | None = None
     """Any value to a host NumPy array, copying if it must (the copy route's first half)."""

@@ -14,7 +14,7 @@ from .. import devices
 from ..errors import NullsError
 from ..protocols import cai, dlpack
 from ..view import BufferView
-from .base import ArrayAdapter, ConsumerRules, module
+from .base import NULLS, ArrayAdapter, ConsumerRules, module
 
 _DTYPES = frozenset(dlpack.NAMED.values()) - {"<f2", "<c8", "<c16"}
 
@@ -30,10 +30,19 @@ def _is_value(x: Any) -> bool:
     return cudf is not None and isinstance(x, (cudf.Series, cudf.Index))
 
 
-def _export_cai(s: Any) -> Any:
+def export_check(s: Any) -> tuple[str, str] | None:
+    """``NULLS`` for a column holding nulls, which a dense device buffer cannot represent:
+    the verdict every hand-over of the column (and ``explain``) gives."""
     if s.null_count:
-        raise NullsError(f"cuDF column {s.name!r} holds {s.null_count} nulls, which a dense "
-                         "device buffer cannot represent: s.fillna(value) first")
+        return NULLS, (f"cuDF column {s.name!r} holds {s.null_count} nulls, which a dense "
+                       "device buffer cannot represent: s.fillna(value) first")
+    return None
+
+
+def _export_cai(s: Any) -> Any:
+    verdict = export_check(s)
+    if verdict is not None:
+        raise NullsError(verdict[1])
     return s
 
 
@@ -90,6 +99,7 @@ ADAPTER = ArrayAdapter(
     view=view,
     device=_device,
     to_numpy=lambda s: _export_cai(s).to_numpy(),
+    export_check=export_check,
     export_cai=_export_cai,
     from_cai=from_cai,
     to_device=to_device,

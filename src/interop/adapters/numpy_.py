@@ -36,6 +36,17 @@ def export_check(a: Any) -> tuple[str, str] | None:
         return UNSUPPORTED, why
     if not a.flags.aligned:
         return NEEDS_COPY, "the array is not aligned to its itemsize"
+    return element_strides(a)
+
+
+def element_strides(a: Any) -> tuple[str, str] | None:
+    """``NEEDS_COPY`` when a stride of ``a`` (on a dimension of extent > 1) is not a multiple
+    of its itemsize: DLPack counts strides in elements, so NumPy's ``__dlpack__`` refuses it
+    (a complex64 array at a 4-byte step is "aligned" yet off its itemsize)."""
+    size = a.itemsize
+    if any(st % size for n, st in zip(a.shape, a.strides) if n > 1):
+        return NEEDS_COPY, (f"strides {a.strides} are not multiples of the {size}-byte "
+                            "itemsize: DLPack counts strides in elements")
     return None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocols import dlpack
-from . import capsule, jax_, pyarrow_, torch_
+from . import capsule, jax_, numpy_, pyarrow_, torch_
 from .base import (
     ARROW_TYPE_ID,
     NEEDS_COPY,
@@ -99,7 +99,7 @@ def _to_capsule_check(a: Any) -> tuple[str, str] | None:
     if dlpack.typestr_of(a.dtype) not in dlpack.DL_TYPESTRS:
         return UNSUPPORTED, f"dtype {a.dtype} has no DLPack code"
     why = dlpack.byte_order_obstacle(a.dtype)
-    return (UNSUPPORTED, why) if why else None
+    return (UNSUPPORTED, why) if why else numpy_.element_strides(a)
 
 
 def _tensor_to_capsule(t: Any) -> Any:
@@ -116,6 +116,6 @@ def edges() -> list[Edge]:
         # JAX's own __dlpack__ gives a legacy capsule, which cannot say its buffer is
         # immutable: JAX goes through NumPy's read-only view, whose capsule is flagged.
         Edge("torch", "dlpack", "Tensor.__dlpack__", lambda: _tensor_to_capsule,
-             check=torch_.export_check),
+             check=torch_.export_check, hazard=torch_.grad_hazard),
     ]
 

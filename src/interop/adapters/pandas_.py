@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
+from . import pyarrow_
 from .base import (
     NULLS,
     STEP_COPIES,
@@ -122,6 +123,25 @@ def view(s: Any) -> BufferView:
         raise UnsupportedConversionError(f"pandas Series {s.name!r}: {nc.reason}") from None
 
 
+def buffers(s: Any) -> list[BufferView]:
+    """Every buffer of the Series' values: an Arrow-backed array's (per chunk: validity,
+    values, offsets), a masked array's values and mask, or the one NumPy array behind the
+    others (categorical codes, datetimes, plain NumPy data), a sparse array's stored values.
+    pandas names most of these only privately (``_pa_array``, ``_data``/``_mask``,
+    ``_ndarray``); a kind without them has none interop can point at."""
+    from ..protocols.array_interface import view_of_numpy
+
+    arr = s.array
+    chunked = getattr(arr, "_pa_array", None)
+    if chunked is not None:
+        return [v for c in chunked.chunks for v in pyarrow_.buffers(c)]
+    ndarray = _np().ndarray
+    parts = [getattr(arr, n, None) for n in ("_data", "_mask")]
+    if not all(type(p) is ndarray for p in parts):
+        parts = [getattr(arr, "_ndarray", None), getattr(arr, "sp_values", None)]
+    return [view_of_numpy(p) for p in parts if type(p) is ndarray]
+
+
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
     if dt.char not in _NUMERIC and dt.kind not in "mM" or not dt.isnative:
         return UNSUPPORTED, f"pandas has no numeric dtype for {dt}"
@@ -153,6 +173,7 @@ ADAPTER = ArrayAdapter(
     package="pandas",
     is_value=_is_value,
     view=view,
+    buffers=buffers,
     to_numpy=to_numpy,
     edges=_edges,
 )

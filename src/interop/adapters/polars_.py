@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
+from . import pyarrow_
 from .base import (
     NEEDS_COPY,
     NULLS,
@@ -61,7 +62,14 @@ def _nulls(s: Any) -> int:
     return s.null_count()
 
 
-_kind = memo_by(type, _kind_of)  # per dtype class: Datetime("us") and Datetime("ns") alike
+def _kind_key(dt: Any) -> Any:
+    """What a dtype's kind depends on: its class (Datetime("us") and Datetime("ns") alike),
+    and for an ``Array`` its innermost dtype's class (Array(Int8) and Array(String) differ)."""
+    cls = type(dt)
+    return (cls, type(_innermost(dt))) if cls.__name__ == "Array" else cls
+
+
+_kind = memo_by(_kind_key, _kind_of)
 
 
 def check(s: Any) -> tuple[str, str] | None:
@@ -85,15 +93,17 @@ def check(s: Any) -> tuple[str, str] | None:
 
 
 def _to_numpy_view(s: Any) -> Any:
-    """``Series.to_numpy(allow_copy=False)``; booleans unpacked and dates converted (a
-    ``STEP_COPIES`` verdict); where polars would copy, ``NeedsCopy``."""
+    """``Series.to_numpy(allow_copy=False)``; where polars would copy, the check decides:
+    booleans unpacked and dates converted (its ``STEP_COPIES`` verdict), anything else
+    ``NeedsCopy`` with its verdict (nulls, chunks, no NumPy dtype)."""
     try:
         return s.to_numpy(allow_copy=False)
     except RuntimeError as e:  # polars says the view would need a copy
-        if _kind(s.dtype) in "bc":
+        verdict = check(s)
+        if verdict is not None and verdict[0] == STEP_COPIES:
             return s.to_numpy()
-        raise NeedsCopy(NEEDS_COPY, f"polars Series {s.name!r}: no NumPy view without a copy "
-                                    f"({e})") from None
+        raise NeedsCopy(*(verdict or (NEEDS_COPY, f"polars Series {s.name!r}: no NumPy view "
+                                                  f"without a copy ({e})"))) from None
 
 
 def to_numpy(s: Any) -> Any:
@@ -119,6 +129,20 @@ def view(s: Any) -> BufferView:
     return BufferView(v.ptr, v.shape, v.strides, v.itemsize, v.dtype, v.device, True, s)
 
 
+def buffers(s: Any) -> list[BufferView]:
+    """Every buffer of a one-chunk Series (validity bitmap, values, offsets), read from
+    polars' own Arrow export of its physical data (categorical codes, not a dictionary
+    made for the export; string views kept as they are). A buffer the export copies (at
+    another address in a second export: a sliced validity bitmap) is not the Series' own
+    and is left out."""
+    pl = sys.modules["polars"]
+    newest = pl.CompatLevel.newest()
+    physical = s.to_physical() if type(s.dtype).__name__ in ("Categorical", "Enum") else s
+    first = pyarrow_.buffers(physical.to_arrow(compat_level=newest))
+    again = {v.extent() for v in pyarrow_.buffers(physical.to_arrow(compat_level=newest))}
+    return [v for v in first if v.extent() in again]
+
+
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
     if dt.char == "?":
         return STEP_COPIES, "polars packs booleans into bits; packing them copies"
@@ -136,10 +160,22 @@ def _polars_dtypes() -> frozenset[Any]:
     return frozenset(np.dtype(c) for c in _POLARS_NUMERIC)
 
 
+def _viewable_dtypes() -> frozenset[Any]:
+    """The polars dtypes whose Series ``to_numpy(allow_copy=False)`` views as they are, or
+    refuses (nulls, chunks): numbers, and timestamps and durations without a time zone. (An
+    empty Series of any other dtype it "views" too, as object or float32 data: the check
+    decides those.)"""
+    pl = module("polars")
+    units = ("ms", "us", "ns")
+    return frozenset([getattr(pl, n)() for n in _NUMBERS if hasattr(pl, n)]
+                     + [pl.Datetime(u) for u in units] + [pl.Duration(u) for u in units])
+
+
 def _edges() -> list[Edge]:
     return [
         Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", lambda: _to_numpy_view,
-             check=check, accepts=Accepts(lambda: (module("polars").Series,))),
+             check=check, accepts=Accepts(lambda: (module("polars").Series,),
+                                          _viewable_dtypes)),
         Edge("numpy", "polars", "polars.Series",
              lambda: partial(module("polars").Series, None),  # Series(name=None, values=a)
              check=_np_check, accepts=Accepts(lambda: (module("numpy").ndarray,),
@@ -155,6 +191,7 @@ ADAPTER = ArrayAdapter(
     chunks=lambda s: s.get_chunks() if s.n_chunks() > 1 else None,
     is_value=_is_value,
     view=view,
+    buffers=buffers,
     to_numpy=to_numpy,
     edges=_edges,
 )

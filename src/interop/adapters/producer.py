@@ -8,13 +8,14 @@ wait by its adapter); host buffers are read through NumPy, which consumes both h
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from typing import Any
 
 from .. import devices
 from ..protocols import array_interface, cai, dlpack
 from ..view import BufferView
-from .base import ArrayAdapter, Edge, fixed
+from .base import STEP_COPIES, ArrayAdapter, Edge, fixed
 
 
 def _is_cai_producer(x: Any) -> bool:
@@ -104,6 +105,29 @@ def _buffer_to_numpy(x: Any) -> Any:
             f"NumPy cannot read {type(x).__name__} as an array: {type(e).__name__}: {e}") from e
 
 
+def _numpy_scalar(x: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.generic)
+
+
+def _buffer_check(x: Any) -> tuple[str, str] | None:
+    """A NumPy scalar (``np.float64(1.0)``) holds its value, not a buffer: NumPy reads it
+    into a new array (the step's own copy); any other buffer is viewed as it is."""
+    if _numpy_scalar(x):
+        return STEP_COPIES, (f"a NumPy scalar ({type(x).__name__}) holds its value, not a "
+                             "buffer: NumPy reads it into a new array")
+    return None
+
+
+def _buffer_view(x: Any) -> BufferView:
+    """The view of the memory NumPy reads the buffer from (no view of a NumPy scalar: each
+    read of it is a new array)."""
+    if _numpy_scalar(x):
+        raise array_interface.ProtocolError(f"a NumPy scalar ({type(x).__name__}) has no "
+                                            "buffer of its own")
+    return array_interface.view_of_numpy(_buffer_to_numpy(x))
+
+
 CAI_PRODUCER = ArrayAdapter(
     name="cai-producer",
     target=False,
@@ -144,9 +168,10 @@ BUFFER = ArrayAdapter(
     modules=(),
     package="numpy",
     is_value=_is_buffer,
+    view=_buffer_view,
     to_numpy=_buffer_to_numpy,
     edges=lambda: [Edge("buffer", "numpy", "numpy.asarray (array interface / buffer protocol)",
-                        fixed(_buffer_to_numpy))],
+                        fixed(_buffer_to_numpy), check=_buffer_check)],
 )
 
 ADAPTERS = [CAI_PRODUCER, PRODUCER, BUFFER]

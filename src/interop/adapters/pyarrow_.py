@@ -77,8 +77,9 @@ def check(x: Any) -> tuple[str, str] | None:
 
 
 def _to_numpy_converter() -> Any:
-    """The NumPy view of an array (of a ChunkedArray's one chunk); booleans unpacked and
-    dates converted (a ``STEP_COPIES`` verdict); where Arrow would copy, ``NeedsCopy``."""
+    """The NumPy view of an array (of a ChunkedArray's one chunk); where Arrow would copy,
+    the check decides: booleans unpacked and dates converted (its ``STEP_COPIES`` verdict),
+    anything else ``NeedsCopy`` with its verdict (nulls, chunks, no NumPy dtype)."""
     chunked = module("pyarrow").ChunkedArray
 
     def convert(x: Any) -> Any:
@@ -87,10 +88,11 @@ def _to_numpy_converter() -> Any:
         try:
             return x.to_numpy(zero_copy_only=True)
         except (ValueError, TypeError, NotImplementedError) as e:  # Arrow would copy
-            if _kind(x.type) in "bc":
+            verdict = check(x)
+            if verdict is not None and verdict[0] == STEP_COPIES:
                 return x.to_numpy(zero_copy_only=False)
-            raise NeedsCopy(NEEDS_COPY, f"{describe(x)}: Arrow cannot give a NumPy view "
-                                        f"without copying ({e})") from None
+            raise NeedsCopy(*(verdict or (NEEDS_COPY, f"{describe(x)}: Arrow cannot give a "
+                                          f"NumPy view without copying ({e})"))) from None
 
     return convert
 
@@ -134,6 +136,57 @@ def view(x: Any) -> BufferView:
     return BufferView(v.ptr, v.shape, v.strides, v.itemsize, v.dtype, v.device, True, x)
 
 
+def buffers(x: Any) -> list[BufferView]:
+    """Every byte range the elements of an array (of a ChunkedArray's one chunk) occupy, as
+    byte views: the validity bitmap's bits, the values (bit-packed booleans too), a string
+    or binary array's offsets and data, a dictionary's indices and dictionary; the whole
+    buffers of other nested types. Empty ranges are left out."""
+    x = single_chunk(x)
+    if type(x).__name__ == "ChunkedArray":  # no chunks (several: ADAPTER.chunks)
+        return []
+    return [BufferView(lo, (hi - lo,), (1,), 1, "|u1", ("cpu", 0), True, x)
+            for lo, hi in _ranges(x) if hi > lo]
+
+
+def _ranges(x: Any) -> list[tuple[int, int]]:
+    types = sys.modules["pyarrow"].types
+    t, n, o = x.type, len(x), x.offset
+    if types.is_dictionary(t):
+        return _ranges(x.indices) + _ranges(x.dictionary)
+    bufs = x.buffers()
+    out = [_bits(bufs[0], o, n)] if bufs and bufs[0] is not None else []
+    if types.is_string(t) or types.is_binary(t) or types.is_large_string(t) \
+            or types.is_large_binary(t):
+        large = types.is_large_string(t) or types.is_large_binary(t)
+        width = 8 if large else 4
+        raw = memoryview(bufs[1])  # the offsets, as Arrow stores them (little-endian)
+
+        def at(i: int) -> int:
+            return int.from_bytes(raw[i * width:(i + 1) * width], "little", signed=True)
+
+        out.append((bufs[1].address + o * width, bufs[1].address + (o + n + 1) * width))
+        if bufs[2] is not None:
+            out.append((bufs[2].address + at(o), bufs[2].address + at(o + n)))
+        return out
+    try:
+        width = t.bit_width
+    except ValueError:  # variable width or nested: every buffer, whole
+        return out + [(b.address, b.address + b.size) for b in bufs[1:] if b is not None]
+    if not width or len(bufs) < 2 or bufs[1] is None:  # the null type: no values
+        return out
+    if width == 1:
+        return out + [_bits(bufs[1], o, n)]
+    size = width // 8
+    return out + [(bufs[1].address + o * size, bufs[1].address + (o + n) * size)]
+
+
+def _bits(buf: Any, offset: int, n: int) -> tuple[int, int]:
+    """The bytes holding bits ``[offset, offset + n)`` of a bitmap buffer."""
+    if not n:
+        return buf.address, buf.address
+    return buf.address + offset // 8, buf.address + (offset + n + 7) // 8
+
+
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:
     if dt.char == "?":
         return STEP_COPIES, "Arrow packs booleans into bits; packing them copies"
@@ -172,6 +225,7 @@ ADAPTER = ArrayAdapter(
     install='pip install "interop-mempool[arrow]"',
     is_value=_is_value,
     view=view,
+    buffers=buffers,
     to_numpy=to_numpy,
     edges=_edges,
 )

@@ -245,10 +245,11 @@ def _from_numpy_converter() -> Any:
 
 def _from_numpy_view(a: Any) -> Any:
     """A tensor over an array ``torch.from_numpy`` refuses as it is: bfloat16/float8 through
-    their bits, negative strides on dimensions of extent <= 1 (never used) set to 0."""
+    their bits; negative strides, or strides off the itemsize, on dimensions of extent <= 1
+    (never used: NumPy calls such an array contiguous) set to 0."""
     import torch
 
-    if any(s < 0 for s in a.strides):
+    if any(s < 0 or s % a.itemsize for s in a.strides):
         import numpy as np
 
         strides = [0 if n <= 1 or not a.size else s for n, s in zip(a.shape, a.strides)]
