@@ -60,7 +60,7 @@ def kernel(nbytes: int, cast: bool = False) -> Kernel:
     if cast:
         return Kernel("numpy", "a column differs in type from its place in the records, or "
                       "is not contiguous: NumPy's assignment casts it")
-    loaded = "numba" in sys.modules
+    loaded = sys.modules.get("numba") is not None
     least = _KERNEL_LOADED_MIN_BYTES if loaded else _KERNEL_MIN_BYTES
     if nbytes < least:
         return Kernel("numpy", f"{nbytes} bytes is under the {least} bytes from which the "
