@@ -18,8 +18,8 @@ __all__ = ["Columns", "TablePlan", "aos_to_soa", "soa_to_aos", "transpose_kernel
            "to_arrow_table", "to_record_batch", "columns_of"]
 
 _WHERE = {"Columns": "columns", "TablePlan": "columns", "aos_to_soa": "aos",
-          "soa_to_aos": "aos", "transpose_kernel": "aos", "to_arrow_table": "calls", "to_record_batch": "calls",
-          "columns_of": "calls"}
+          "soa_to_aos": "aos", "transpose_kernel": "aos", "to_arrow_table": "calls",
+          "to_record_batch": "calls", "columns_of": "calls"}
 
 
 def __getattr__(name: str) -> Any:
