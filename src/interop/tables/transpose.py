@@ -2,8 +2,8 @@
 
 Two kernels do the same copies, one decision (:func:`kernel`) picks one per call:
 
-- **numba**: :mod:`interop.tables.kernels`, compiled loops over blocks of rows on every CPU
-  (``numba.njit(parallel=True, cache=True)``). It reads each record once and writes each
+- **numba**: :mod:`interop.tables.kernels`, compiled loops over blocks of rows, on Numba's
+  threads from ``_PARALLEL_MIN_BYTES`` on (``numba.njit(parallel=True, cache=True)``). It reads each record once and writes each
   field once with no per-element interpreter or NumPy overhead, so it runs near ``memcpy``
   speed. Loading it costs ``import numba`` (0.4-0.6 s here) plus its compiled code from
   the on-disk cache (compiling it, once per machine, takes seconds); so it runs only from
@@ -36,6 +36,10 @@ a run that transposes some 8 GiB; see docs/performance.md for the measurement.""
 _KERNEL_LOADED_MIN_BYTES = 1 * MiB
 """Once Numba is loaded in this process (by an earlier transpose or by the user), the numba
 kernel runs from this size on: below it, the two kernels take about the same time."""
+_PARALLEL_MIN_BYTES = 64 * MiB
+"""The numba kernel runs on Numba's threads from this size on, below it on the calling thread:
+waking a pool thread that slept on a busy core costs milliseconds, more than a smaller
+copy saves by sharing (measured on this shared 2-core machine: 12 ms for a 1 MiB copy)."""
 _BLOCK_BYTES = 2 * MiB  # NumPy kernel: bytes of source rows per block, one L2 cache
 _THREAD_MIN_BYTES = 16 * MiB  # NumPy kernel: from here on the blocks go to every CPU
 _UINT = {1: "u1", 2: "u2", 4: "u4", 8: "u8"}
@@ -102,6 +106,22 @@ def _kernels(nbytes: int, cast: bool = False) -> Any:
     return mod
 
 
+def _launch(nbytes: int, fn: Any, *args: Any) -> None:
+    """``fn(*args)``, one numba kernel at a time, on one thread under ``_PARALLEL_MIN_BYTES``."""
+    with _kernel_lock:
+        if nbytes >= _PARALLEL_MIN_BYTES:
+            fn(*args)
+            return
+        import numba
+
+        threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            fn(*args)
+        finally:
+            numba.set_num_threads(threads)
+
+
 def _block(row_bytes: int, block_bytes: int) -> int:
     """Rows per block: ``block_bytes`` of records, a multiple of 8 rows (the kernels' tile)."""
     return max(8, block_bytes // max(row_bytes, 1) // 8 * 8)
@@ -136,13 +156,13 @@ def rows_to_columns(a: Any, out: Any) -> None:
     import numpy as np
 
     u = _UINT.get(a.itemsize)
-    with _kernel_lock:
-        if u is not None and a.flags.c_contiguous and a.flags.aligned and out.flags.aligned:
-            k.rows_to_columns(a.view(u), out.view(u), _block(c * a.itemsize, k.BLOCK_BYTES))
-        else:  # any strides, any width, unaligned
-            k.gather(a.ctypes.data, a.strides[0], np.arange(c, dtype=np.intp) * a.strides[1],
-                     np.full(c, a.itemsize, np.intp), _addresses(out), n,
-                     _block(c * a.itemsize, k.BLOCK_BYTES))
+    block = _block(c * a.itemsize, k.BLOCK_BYTES)
+    if u is not None and a.flags.c_contiguous and a.flags.aligned and out.flags.aligned:
+        _launch(a.size * a.itemsize, k.rows_to_columns, a.view(u), out.view(u), block)
+    else:  # any strides, any width, unaligned
+        _launch(a.size * a.itemsize, k.gather, a.ctypes.data, a.strides[0],
+                np.arange(c, dtype=np.intp) * a.strides[1], np.full(c, a.itemsize, np.intp),
+                _addresses(out), n, block)
 
 
 def records_to_columns(rows: Any, cols: Sequence[Any]) -> None:
@@ -163,10 +183,10 @@ def records_to_columns(rows: Any, cols: Sequence[Any]) -> None:
     import numpy as np
 
     fields = [rows.dtype.fields[name] for name in names]
-    with _kernel_lock:
-        k.gather(rows.ctypes.data, rows.strides[0], np.array([f[1] for f in fields], np.intp),
-                 np.array([f[0].itemsize for f in fields], np.intp), _addresses(cols), n,
-                 _block(rows.dtype.itemsize, k.BLOCK_BYTES))
+    _launch(n * rows.dtype.itemsize, k.gather, rows.ctypes.data, rows.strides[0],
+            np.array([f[1] for f in fields], np.intp),
+            np.array([f[0].itemsize for f in fields], np.intp), _addresses(cols), n,
+            _block(rows.dtype.itemsize, k.BLOCK_BYTES))
 
 
 def columns_to_rows(arrays: Sequence[Any], out: Any) -> None:
@@ -192,18 +212,16 @@ def columns_to_rows(arrays: Sequence[Any], out: Any) -> None:
     step = int(addr[1] - addr[0]) if c > 1 else n * dt.itemsize
     u = _UINT.get(dt.itemsize)
     even = bool(np.all(np.diff(addr) == step)) and step % dt.itemsize == 0 and step > 0
-    with _kernel_lock:
-        if (u is not None and even and out.flags.aligned
-                and all(x.flags.aligned for x in arrays)):
-            from numpy.lib.stride_tricks import as_strided
+    nbytes, block = out.size * dt.itemsize, _block(c * dt.itemsize, k.BLOCK_BYTES)
+    if u is not None and even and out.flags.aligned and all(x.flags.aligned for x in arrays):
+        from numpy.lib.stride_tricks import as_strided
 
-            cols = as_strided(arrays[0].view(u), shape=(c, n), strides=(step, dt.itemsize))
-            k.columns_to_rows(cols, out.view(u), _block(c * dt.itemsize, k.BLOCK_BYTES))
-        else:
-            k.scatter(out.ctypes.data, out.strides[0],
-                      np.arange(c, dtype=np.intp) * dt.itemsize,
-                      np.full(c, dt.itemsize, np.intp), addr, n,
-                      _block(c * dt.itemsize, k.BLOCK_BYTES))
+        cols = as_strided(arrays[0].view(u), shape=(c, n), strides=(step, dt.itemsize))
+        _launch(nbytes, k.columns_to_rows, cols, out.view(u), block)
+    else:
+        _launch(nbytes, k.scatter, out.ctypes.data, out.strides[0],
+                np.arange(c, dtype=np.intp) * dt.itemsize, np.full(c, dt.itemsize, np.intp),
+                addr, n, block)
 
 
 def columns_to_records(arrays: Sequence[Any], out: Any) -> None:
@@ -226,10 +244,10 @@ def columns_to_records(arrays: Sequence[Any], out: Any) -> None:
         return
     import numpy as np
 
-    with _kernel_lock:
-        k.scatter(out.ctypes.data, out.strides[0], np.array([f[1] for f in fields], np.intp),
-                  np.array([f[0].itemsize for f in fields], np.intp), _addresses(arrays), n,
-                  _block(out.dtype.itemsize, k.BLOCK_BYTES))
+    _launch(n * out.dtype.itemsize, k.scatter, out.ctypes.data, out.strides[0],
+            np.array([f[1] for f in fields], np.intp),
+            np.array([f[0].itemsize for f in fields], np.intp), _addresses(arrays), n,
+            _block(out.dtype.itemsize, k.BLOCK_BYTES))
 
 
 # ---- the NumPy kernel's blocks and threads ----------------------------------------------
