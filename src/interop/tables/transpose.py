@@ -2,13 +2,16 @@
 
 Two kernels do the same copies, one decision (:func:`kernel`) picks one per call:
 
-- **numba**: :mod:`interop.tables.kernels`, compiled loops over blocks of rows, on Numba's
-  threads from ``_PARALLEL_MIN_BYTES`` on (``numba.njit(parallel=True, cache=True)``). It reads each record once and writes each
-  field once with no per-element interpreter or NumPy overhead, so it runs near ``memcpy``
-  speed. Loading it costs ``import numba`` (0.4-0.6 s here) plus its compiled code from
-  the on-disk cache (compiling it, once per machine, takes seconds); so it runs only from
-  ``_KERNEL_MIN_BYTES`` of data on, or from ``_KERNEL_LOADED_MIN_BYTES`` once Numba is
-  loaded in the process anyway. A smaller transpose never imports Numba.
+- **numba**: :mod:`interop.tables.kernels`, compiled loops over blocks of rows
+  (``numba.njit(parallel=True, cache=True)``), on Numba's threads from
+  ``_PARALLEL_MIN_BYTES`` on. It reads each record once and writes each field once with no
+  per-element interpreter or NumPy overhead, so it runs near ``memcpy`` speed. Loading it
+  is not free: ``import numba`` (0.4-0.6 s here), then, at the first call, Numba's typing
+  and lowering registries (about 1 s here, a scipy.linalg import by Numba included), then
+  the compiled code from the on-disk cache (compiling it, once per machine and Numba
+  version, takes seconds). So it runs only from ``_KERNEL_MIN_BYTES`` of data on, or from
+  ``_KERNEL_LOADED_MIN_BYTES`` once Numba is loaded in the process anyway; a smaller
+  transpose never imports Numba.
 - **numpy**: the fallback (Numba absent or broken, small inputs, a forked child of a
   process that ran the numba kernel: its OpenMP threads do not survive a fork): the same
   blocks of rows copied by NumPy slice assignments, each block read once while in cache,
