@@ -66,6 +66,57 @@ def _check_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
     return arr
 
 
+def _on_gpu(x: Any) -> bool:
+    """Device memory (CuPy, a CUDA tensor, a Numba device array): it exports the CUDA Array
+    Interface (a CPU torch tensor's property raises AttributeError: not on the GPU)."""
+    return hasattr(x, "__cuda_array_interface__")
+
+
+def _names(names: Sequence[str] | None, c: int, shape: tuple[int, ...]) -> list[str]:
+    names = list(names) if names is not None else [f"c{i}" for i in range(c)]
+    if len(names) != c:
+        raise InteropError(f"{len(names)} names for {c} columns (shape {shape})")
+    if len(set(names)) != len(names):
+        raise InteropError(f"column names must be unique, got {names}")
+    return names
+
+
+def _aos_to_soa_gpu(rows: Any, names: Sequence[str] | None, target: str, out: Any) -> Any:
+    """:func:`aos_to_soa` of an ``(N, C)`` device array: the transpose on its GPU."""
+    from .. import api
+    from . import gpu_transpose
+
+    a = api.to_framework(rows, "cupy")
+    if a.ndim != 2:
+        raise InteropError(f"rows on a GPU must be a 2-D (N, C) array (CuPy has no structured "
+                           f"dtypes); got shape {a.shape}")
+    if a.dtype.kind not in "biuf":
+        raise UnsupportedConversionError(f"dtype {a.dtype} is not a fixed-width number")
+    names = _names(names, a.shape[1], a.shape)
+    if out is None:
+        out = gpu_transpose.columns_buffer(a.shape[1], a.shape[0], a.dtype)
+    else:
+        out = _check_gpu_out(out, a.shape[::-1], a.dtype, "(C, N)")
+    gpu_transpose.transpose(a, out)
+    return api.to_framework(dict(zip(names, out)), target)
+
+
+def _check_gpu_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
+    """``out`` on a GPU as a CuPy array of ``shape`` and ``dtype`` with contiguous rows."""
+    from .. import api
+
+    if not _on_gpu(out):
+        raise InteropError(f"out= must be on the GPU, as the rows are; got a "
+                           f"{type(out).__module__}.{type(out).__qualname__}")
+    arr = api.to_framework(out, "cupy")
+    if arr.shape != shape or arr.dtype != dtype:
+        raise InteropError(f"out= must be a {what} array of shape {shape} and dtype {dtype}; "
+                           f"got shape {arr.shape}, dtype {arr.dtype}")
+    if arr.shape[1] > 1 and arr.strides[1] != arr.itemsize:
+        raise InteropError(f"out= rows must be contiguous (strides {arr.strides})")
+    return arr
+
+
 def _as_numpy(rows: Any) -> Any:
     import numpy as np
 
@@ -89,6 +140,8 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
     (reusing it skips the page faults of a fresh buffer; the result then aliases ``out``).
     Only for 2-D rows and structured arrays of one field type.
     """
+    if _on_gpu(rows):
+        return _aos_to_soa_gpu(rows, names, target, out)
     a = _as_numpy(rows)
     if a.dtype.names is not None:
         if a.ndim != 1:
@@ -97,6 +150,7 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
         names = list(names) if names is not None else fields
         if len(names) != len(fields):
             raise InteropError(f"{len(names)} names for {len(fields)} fields {fields}")
+        names = _names(names, len(fields), a.shape)  # unique
         sub = [a.dtype.fields[f][0] for f in fields]
         bad = [(f, str(t)) for f, t in zip(fields, sub) if t.shape or t.kind not in "biufmM"]
         if bad:
@@ -124,9 +178,7 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
             raise InteropError(f"rows must be a structured array or a 2-D (N, C) array; got "
                                f"shape {a.shape}")
         c = a.shape[1]
-        names = list(names) if names is not None else [f"c{i}" for i in range(c)]
-        if len(names) != c:
-            raise InteropError(f"{len(names)} names for {c} columns (shape {a.shape})")
+        names = _names(names, c, a.shape)
         if a.dtype.kind not in "biufmM":
             raise UnsupportedConversionError(f"dtype {a.dtype} is not a fixed-width scalar")
         if out is not None:
@@ -135,8 +187,6 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
             out = _columns_buffer(c, len(a), a.dtype)
         transpose.rows_to_columns(a, out)
         cols = list(out)
-    if len(set(names)) != len(names):
-        raise InteropError(f"column names must be unique, got {names}")
     cols_by_name = dict(zip(names, cols))
     from .. import api
 
@@ -162,6 +212,8 @@ def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | No
     from .. import api
 
     opts = {"columns": list(columns)} if columns is not None else {}
+    if isinstance(table, dict) and table and all(_on_gpu(v) for v in table.values()):
+        return _soa_to_aos_gpu(table, target, columns, dtype, out)
     cols = api.to_framework(table, "numpy", **opts)
     names = list(cols)
     if not names:
@@ -191,4 +243,33 @@ def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | No
         else:
             out = _check_out(out, (n, len(arrays)), dt, "(N, C)")
         transpose.columns_to_rows(arrays, out)
+    return api.to_framework(out, target)
+
+
+def _soa_to_aos_gpu(table: dict, target: str, columns: Sequence[str] | None, dtype: Any,
+                    out: Any) -> Any:
+    """:func:`soa_to_aos` of a dict of device columns: the transpose on their GPU."""
+    import cupy
+
+    from .. import api
+    from . import gpu_transpose
+
+    names = list(columns) if columns is not None else list(table)
+    arrays = [api.to_framework(table[n], "cupy") for n in names]
+    if any(x.ndim != 1 for x in arrays):
+        raise InteropError(f"columns {[n for n, x in zip(names, arrays) if x.ndim != 1]} "
+                           "are not one-dimensional")
+    n = len(arrays[0])
+    if any(len(x) != n for x in arrays):
+        raise InteropError(f"columns differ in length: {[len(x) for x in arrays]}")
+    dt = cupy.dtype(dtype) if dtype is not None else cupy.result_type(*arrays)
+    if dt.names is not None:
+        raise InteropError("a structured dtype needs host columns (CuPy has no structured "
+                           "dtypes); convert the columns to NumPy first")
+    arrays = [x if x.dtype == dt else x.astype(dt) for x in arrays]
+    if out is None:
+        out = cupy.empty((n, len(arrays)), dtype=dt)
+    else:
+        out = _check_gpu_out(out, (n, len(arrays)), dt, "(N, C)")
+    gpu_transpose.transpose(gpu_transpose.stack_columns(arrays), out)
     return api.to_framework(out, target)
