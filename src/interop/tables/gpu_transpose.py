@@ -18,16 +18,20 @@ template<typename T>
 __global__ void transpose(const T* src, T* dst, long long rows, long long cols,
                           long long ld_src, long long ld_dst) {
     __shared__ T tile[32][33];
-    long long r0 = (long long)blockIdx.x * 32, c0 = (long long)blockIdx.y * 32;
+    long long r0 = (long long)blockIdx.x * 32;
     int tx = threadIdx.x, ty = threadIdx.y;
-    for (int j = ty; j < 32; j += 8) {
-        long long r = r0 + j, c = c0 + tx;
-        if (r < rows && c < cols) tile[j][tx] = src[r * ld_src + c];
-    }
-    __syncthreads();
-    for (int j = ty; j < 32; j += 8) {
-        long long c = c0 + j, r = r0 + tx;
-        if (r < rows && c < cols) dst[c * ld_dst + r] = tile[tx][j];
+    /* column tiles in a grid-stride loop: gridDim.y is at most 65535 */
+    for (long long c0 = (long long)blockIdx.y * 32; c0 < cols; c0 += (long long)gridDim.y * 32) {
+        for (int j = ty; j < 32; j += 8) {
+            long long r = r0 + j, c = c0 + tx;
+            if (r < rows && c < cols) tile[j][tx] = src[r * ld_src + c];
+        }
+        __syncthreads();
+        for (int j = ty; j < 32; j += 8) {
+            long long c = c0 + j, r = r0 + tx;
+            if (r < rows && c < cols) dst[c * ld_dst + r] = tile[tx][j];
+        }
+        __syncthreads();
     }
 }
 """
@@ -63,10 +67,13 @@ def transpose(src: Any, dst: Any) -> None:
                                                  and _rows_contiguous(dst)):
         dst[...] = src.T
         return
+    import numpy as np
+
     u = _UINT[size]
-    grid = ((rows + 31) // 32, (cols + 31) // 32)
-    _kernel(size)(grid, (32, 8), (src.view(u), dst.view(u), rows, cols,
-                                  src.strides[0] // size, dst.strides[0] // size))
+    grid = ((rows + 31) // 32, min((cols + 31) // 32, 65535))
+    i64 = np.int64  # the kernel's long long parameters, typed explicitly for CuPy
+    _kernel(size)(grid, (32, 8), (src.view(u), dst.view(u), i64(rows), i64(cols),
+                                  i64(src.strides[0] // size), i64(dst.strides[0] // size)))
 
 
 def columns_buffer(c: int, n: int, dtype: Any) -> Any:
