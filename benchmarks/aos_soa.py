@@ -302,6 +302,44 @@ def _first_call(nbytes: int, runs: int) -> dict[str, Any]:
             "pass": over <= BAR_FIRST_MS}
 
 
+def _gpu(nbytes: int, repeat: int) -> dict[str, Any]:
+    """The bar shape on the GPU (CuPy arrays): both directions into out= against a
+    device-to-device copy of the same bytes; skipped, with the reason, without a device."""
+    from .gpu import cuda_reason
+
+    reason = cuda_reason()
+    if reason is not None:
+        return {"skipped": True, "reason": reason}
+    import cupy  # pragma: no cover - needs a GPU
+
+    import interop
+
+    n = nbytes // 32
+    a = cupy.arange(n * 8, dtype=cupy.float32).reshape(n, 8)
+    cols = cupy.empty((8, n), cupy.float32)
+    rows = cupy.empty_like(a)
+    dst = cupy.empty_like(a)
+    table = {f"c{j}": cols[j] for j in range(8)}
+    sync = cupy.cuda.Device().synchronize
+
+    def synced(f: Callable[[], Any]) -> Callable[[], Any]:
+        def g() -> Any:
+            f()
+            sync()
+        return g
+
+    fns = {"d2d_copy": synced(lambda: cupy.copyto(dst, a)),
+           "aos_to_soa_out": synced(lambda: interop.aos_to_soa(a, target="cupy", out=cols)),
+           "soa_to_aos_out": synced(lambda: interop.soa_to_aos(table, target="cupy", out=rows))}
+    samples, _ = _time(fns, repeat)
+    res = _summary(samples, n * 32)
+    g = res["gb_per_s"]
+    correct = bool((cols == a.T).all() and (rows == a).all())
+    return {"skipped": False, **res, "correct": correct,
+            "ratio_to_d2d": {k: g[k] / g["d2d_copy"] for k in ("aos_to_soa_out",
+                                                               "soa_to_aos_out")}}
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     import numba
 
@@ -331,6 +369,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                  f"numba threads: {numba.get_num_threads()}, NumPy fallback threads: "
                  f"{transpose._cpus()}; memcpy is single-threaded"),
         "mixed": mixed, "sweeps": sweeps, "first_call": first,
+        "gpu": _gpu(1 * MiB if quick else 256 * MiB, repeat),
         "bar": {"aos_to_soa_out": r["aos_to_soa_out"], "soa_to_aos_out": r["soa_to_aos_out"],
                 "mixed_fresh": mixed["ratio_to_memcpy"]["aos_to_soa"],
                 "pass": (r["aos_to_soa_out"] >= BAR_OUT and r["soa_to_aos_out"] >= BAR_OUT

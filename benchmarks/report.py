@@ -110,6 +110,14 @@ def aos_markdown(a: dict[str, Any]) -> list[str]:
             lines.append(f"| {p['rows']} | {p['fields']} | {fmt_bytes(p['nbytes'])} | "
                          f"{p['kernel']} | {t['kernel']:.3f} | {t['numpy']:.3f} | "
                          f"{t['memcpy']:.3f} | {t['memcpy'] / t['kernel']:.2f} |")
+    gpu = a.get("gpu", {})
+    if gpu.get("skipped"):
+        lines += ["", f"GPU (CuPy RawKernel): skipped: {gpu['reason']}."]
+    elif gpu:
+        r = gpu["ratio_to_d2d"]
+        lines += ["", f"GPU (CuPy RawKernel, into out=): AoS->SoA {r['aos_to_soa_out']:.2f}, "
+                  f"SoA->AoS {r['soa_to_aos_out']:.2f} of a device-to-device copy "
+                  f"({gpu['gb_per_s']['d2d_copy']:.0f} GB/s); values correct: {gpu['correct']}."]
     f = a["first_call"]
     lines += ["", f"First call (medians of {f['runs']} fresh interpreters, compiled code in "
               f"the on-disk cache): `import numba` {f['import_numba_ms']:.0f} ms; the first "
