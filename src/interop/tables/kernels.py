@@ -10,7 +10,9 @@ and written once, as by a ``memcpy``):
 - :func:`rows_to_columns` / :func:`columns_to_rows`: records of ``C`` fields of one type,
   as a ``(N, C)`` array of unsigned integers of the field's width, <-> a ``(C, N)`` array.
   The copy goes in tiles of 8 rows by 8 fields, written out with constant trip counts, so
-  LLVM unrolls them (no loop or index arithmetic per element);
+  LLVM unrolls them (no loop or index arithmetic per element); within a block, 8 fields at
+  a time over all its rows, so that a record of many fields writes 8 streams at once, not
+  one per field;
 - :func:`gather` / :func:`scatter`: any record layout, given as addresses: rows of
   ``row_stride`` bytes, field ``f`` at byte ``offsets[f]`` of ``sizes[f]`` bytes (packed or
   padded, mixed widths, unaligned), column ``f`` a contiguous buffer at ``columns[f]``. One
@@ -125,14 +127,16 @@ def rows_to_columns(a: Any, out: Any, block: int) -> None:
         i0 = b * block
         i1 = min(i0 + block, n)
         it = i1 - (i1 - i0) % TILE
-        for i in range(i0, it, TILE):
-            ui = _u(i)
-            for j in range(0, ct, TILE):
-                uj = _u(j)
+        for j in range(0, ct, TILE):  # 8 columns at a time: 8 output streams
+            uj = _u(j)
+            for i in range(i0, it, TILE):
+                ui = _u(i)
                 for jj in range(TILE):
                     for ii in range(TILE):
                         out[uj + _u(jj), ui + _u(ii)] = a[ui + _u(ii), uj + _u(jj)]
-            for j in range(ct, c):
+        for j in range(ct, c):
+            for i in range(i0, it, TILE):
+                ui = _u(i)
                 for ii in range(TILE):
                     out[_u(j), ui + _u(ii)] = a[ui + _u(ii), _u(j)]
         for i in range(it, i1):
@@ -149,14 +153,16 @@ def columns_to_rows(cols: Any, out: Any, block: int) -> None:
         i0 = b * block
         i1 = min(i0 + block, n)
         it = i1 - (i1 - i0) % TILE
-        for i in range(i0, it, TILE):
-            ui = _u(i)
-            for j in range(0, ct, TILE):
-                uj = _u(j)
+        for j in range(0, ct, TILE):  # 8 columns at a time: 8 input streams
+            uj = _u(j)
+            for i in range(i0, it, TILE):
+                ui = _u(i)
                 for ii in range(TILE):
                     for jj in range(TILE):
                         out[ui + _u(ii), uj + _u(jj)] = cols[uj + _u(jj), ui + _u(ii)]
-            for j in range(ct, c):
+        for j in range(ct, c):
+            for i in range(i0, it, TILE):
+                ui = _u(i)
                 for ii in range(TILE):
                     out[ui + _u(ii), _u(j)] = cols[_u(j), ui + _u(ii)]
         for i in range(it, i1):
@@ -168,18 +174,19 @@ def columns_to_rows(cols: Any, out: Any, block: int) -> None:
 def gather(src: int, row_stride: int, offsets: Any, sizes: Any, columns: Any, n: int,
            block: int) -> None:
     """Records -> columns: for each row ``i`` and field ``f``, the ``sizes[f]`` bytes at
-    ``src + i*row_stride + offsets[f]`` go to ``columns[f] + i*sizes[f]``; in tiles of 8
-    rows, each tile's fields in turn (the tile's records are read while in L1)."""
+    ``src + i*row_stride + offsets[f]`` go to ``columns[f] + i*sizes[f]``: per block, 8
+    fields at a time over the block's rows (8 output streams), in tiles of 8 rows."""
     nf = offsets.size
     for b in prange((n + block - 1) // block):
         i0 = b * block
         m = min(block, n - i0)
         mt = m - m % TILE
-        for i in range(i0, i0 + mt, TILE):
-            row = src + i * row_stride
-            for f in range(nf):
-                s = sizes[f]
-                _strided(columns[f] + i * s, s, row + offsets[f], row_stride, TILE, s)
+        for g in range(0, nf, TILE):  # 8 fields at a time: 8 output streams
+            for i in range(i0, i0 + mt, TILE):
+                row = src + i * row_stride
+                for f in range(g, min(g + TILE, nf)):
+                    s = sizes[f]
+                    _strided(columns[f] + i * s, s, row + offsets[f], row_stride, TILE, s)
         i = i0 + mt
         for f in range(nf):
             s = sizes[f]
@@ -197,11 +204,12 @@ def scatter(dst: int, row_stride: int, offsets: Any, sizes: Any, columns: Any, n
         i0 = b * block
         m = min(block, n - i0)
         mt = m - m % TILE
-        for i in range(i0, i0 + mt, TILE):
-            row = dst + i * row_stride
-            for f in range(nf):
-                s = sizes[f]
-                _strided(row + offsets[f], row_stride, columns[f] + i * s, s, TILE, s)
+        for g in range(0, nf, TILE):  # 8 fields at a time: 8 input streams
+            for i in range(i0, i0 + mt, TILE):
+                row = dst + i * row_stride
+                for f in range(g, min(g + TILE, nf)):
+                    s = sizes[f]
+                    _strided(row + offsets[f], row_stride, columns[f] + i * s, s, TILE, s)
         i = i0 + mt
         for f in range(nf):
             s = sizes[f]
