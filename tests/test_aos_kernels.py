@@ -242,3 +242,25 @@ def test_bad_input_errors_name_the_value_and_the_fix():
                            out=np.empty(3, [("x", "<f8"), ("y", "<f8")]))
     with pytest.raises(UnsupportedConversionError, match="not fixed-width"):
         interop.soa_to_aos(cols, target="numpy", dtype=[("x", "U3"), ("y", "<f8")])
+
+
+def test_the_compiled_kernel_is_cached_on_disk_not_compiled_again(tmp_path):
+    """Two fresh interpreters with one ``NUMBA_CACHE_DIR``: the first compiles and saves the
+    kernel, the second loads it (Numba's own cache log, ``NUMBA_DEBUG_CACHE``)."""
+    pytest.importorskip("numba")
+    import os
+    import subprocess
+
+    code = ("import numpy as np, interop\n"
+            "from interop.tables import transpose\n"
+            "transpose._KERNEL_MIN_BYTES = 0\n"
+            "a = np.arange(64, dtype=np.float32).reshape(32, 2)\n"
+            "cols = interop.aos_to_soa(a, target='numpy')\n"
+            "assert (cols['c1'] == a[:, 1]).all()\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "NUMBA_DEBUG_CACHE": "1"}
+    logs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=600) for _ in range(2)]
+    for out in logs:
+        assert out.returncode == 0, out.stderr
+    assert "data saved" in logs[0].stdout and "rows_to_columns" in logs[0].stdout
+    assert "data loaded" in logs[1].stdout and "data saved" not in logs[1].stdout
