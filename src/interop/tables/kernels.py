@@ -16,7 +16,8 @@ and written once, as by a ``memcpy``):
 - :func:`gather` / :func:`scatter`: any record layout, given as addresses: rows of
   ``row_stride`` bytes, field ``f`` at byte ``offsets[f]`` of ``sizes[f]`` bytes (packed or
   padded, mixed widths, unaligned), column ``f`` a contiguous buffer at ``columns[f]``. One
-  compiled signature serves every layout; the width of a field picks an unrolled 8-row tile.
+  compiled signature serves every layout; per block, one field at a time, its width picking
+  a loop of unrolled 8-row tiles.
 
 ``cache=True`` writes the compiled code next to this file (``__pycache__``) when that
 directory is writable (a source checkout, an editable install, a venv's site-packages),
@@ -174,24 +175,18 @@ def columns_to_rows(cols: Any, out: Any, block: int) -> None:
 def gather(src: int, row_stride: int, offsets: Any, sizes: Any, columns: Any, n: int,
            block: int) -> None:
     """Records -> columns: for each row ``i`` and field ``f``, the ``sizes[f]`` bytes at
-    ``src + i*row_stride + offsets[f]`` go to ``columns[f] + i*sizes[f]``: per block, 8
-    fields at a time over the block's rows (8 output streams), in tiles of 8 rows."""
+    ``src + i*row_stride + offsets[f]`` go to ``columns[f] + i*sizes[f]``: per block (in L2),
+    one field at a time over its rows, in unrolled tiles of 8 (the field's width is looked
+    at once per block; measured 0.72 of memcpy for 100 mixed fields against 0.52 for 8
+    fields at a time over 8-row tiles)."""
     nf = offsets.size
     for b in prange((n + block - 1) // block):
         i0 = b * block
         m = min(block, n - i0)
-        mt = m - m % TILE
-        for g in range(0, nf, TILE):  # 8 fields at a time: 8 output streams
-            for i in range(i0, i0 + mt, TILE):
-                row = src + i * row_stride
-                for f in range(g, min(g + TILE, nf)):
-                    s = sizes[f]
-                    _strided(columns[f] + i * s, s, row + offsets[f], row_stride, TILE, s)
-        i = i0 + mt
+        row = src + i0 * row_stride
         for f in range(nf):
             s = sizes[f]
-            _strided(columns[f] + i * s, s, src + i * row_stride + offsets[f], row_stride,
-                     m - mt, s)
+            _strided(columns[f] + i0 * s, s, row + offsets[f], row_stride, m, s)
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -203,15 +198,7 @@ def scatter(dst: int, row_stride: int, offsets: Any, sizes: Any, columns: Any, n
     for b in prange((n + block - 1) // block):
         i0 = b * block
         m = min(block, n - i0)
-        mt = m - m % TILE
-        for g in range(0, nf, TILE):  # 8 fields at a time: 8 input streams
-            for i in range(i0, i0 + mt, TILE):
-                row = dst + i * row_stride
-                for f in range(g, min(g + TILE, nf)):
-                    s = sizes[f]
-                    _strided(row + offsets[f], row_stride, columns[f] + i * s, s, TILE, s)
-        i = i0 + mt
+        row = dst + i0 * row_stride
         for f in range(nf):
             s = sizes[f]
-            _strided(dst + i * row_stride + offsets[f], row_stride, columns[f] + i * s, s,
-                     m - mt, s)
+            _strided(row + offsets[f], row_stride, columns[f] + i0 * s, s, m, s)
