@@ -359,6 +359,22 @@ def write(results: dict[str, Any], out: Path, machine: str, with_plots: bool = T
     return {"json": js, "md": md}
 
 
+AOS_KERNELS = (
+    "## Which kernel runs an AoS <-> SoA transpose\n\n"
+    "`interop.tables.transpose_kernel(nbytes)` says which, and why (one decision, "
+    "`interop/tables/transpose.py`). From 64 MiB of records on (1 MiB once Numba is loaded "
+    "in the process anyway), the Numba kernel (`interop/tables/kernels.py`, "
+    "`njit(parallel=True, cache=True)`: 8x8 tiles over blocks of rows in L2 for records of one "
+    "field type, byte offsets and widths for any other layout), on Numba's threads from 64 MiB, "
+    "on the calling thread below; otherwise, and wherever Numba is absent, NumPy's blocked "
+    "copies (the `*_numpy` rows of section 4). A smaller transpose never imports Numba. The "
+    "first large transpose of a process pays `import numba` and Numba's own start-up (its "
+    "typing and lowering registries, a `scipy.linalg` import among them: the first-call row "
+    "of section 4); the compiled code itself is read from Numba's on-disk cache "
+    "(`NUMBA_CACHE_DIR`, else `__pycache__` beside `kernels.py` when writable, else the "
+    "per-user cache), compiled once per machine. Device arrays (CuPy, CUDA tensors, Numba "
+    "device arrays) are transposed by one CuPy kernel on their GPU.")
+
 GPU_POOL_SOURCE = (
     "## GPU pool: where the figures come from\n\n"
     "Section 7 is this run's `pool` section (`python -m benchmarks --only pool` runs it "
@@ -404,6 +420,7 @@ def write_docs(results: dict[str, Any], docs: Path, results_dir: Path, machine: 
             lines.append(f"| {p['pair']} | {'' if b is None else f'{b:+.2f}'} | "
                          f"{p['overhead_paired_us']['median']:+.2f} |")
     lines += first_call_before_after(results_dir, rel)
+    lines += ["", AOS_KERNELS]
     lines += ["", GPU_POOL_SOURCE]
     if results.get("plots"):
         lines += ["", "## Plots", ""] + [f"![{p}]({rel / p})" for p in results["plots"]]
