@@ -34,8 +34,9 @@ from typing import Any, NamedTuple
 MiB = 1 << 20
 _KERNEL_MIN_BYTES = 64 * MiB
 """From this many bytes the numba kernel runs, loading Numba if it is not loaded yet: a
-64 MiB transpose saves about 4 ms over NumPy's, so loading Numba (about 0.5 s) pays back over
-a run that transposes some 8 GiB; see docs/performance.md for the measurement."""
+64 MiB transpose saved 20-30 ms over NumPy's (docs/performance.md, section 4), so loading
+Numba (1-2 s quiet, 2-5 s on the loaded test machine) pays back over about a hundred such
+calls, a data pipeline's run; a smaller call saves too little for that."""
 _KERNEL_LOADED_MIN_BYTES = 1 * MiB
 """Once Numba is loaded in this process (by an earlier transpose or by the user), the numba
 kernel runs from this size on: below it, the two kernels take about the same time."""
@@ -72,7 +73,8 @@ def kernel(nbytes: int, cast: bool = False) -> Kernel:
     if nbytes < least:
         return Kernel("numpy", f"{nbytes} bytes is under the {least} bytes from which the "
                       "compiled kernel pays for " + ("itself" if loaded else
-                                                     "loading Numba (about 0.5 s)"))
+                                                     "loading Numba (its import and its "
+                                                     "registries: seconds, once a process)"))
     if "error" in _numba:
         return Kernel("numpy", _numba["error"])
     if _ran_in and _ran_in[0] != os.getpid():
