@@ -35,8 +35,8 @@ MiB = 1 << 20
 _KERNEL_MIN_BYTES = 64 * MiB
 """From this many bytes the numba kernel runs, loading Numba if it is not loaded yet: a
 64 MiB transpose saved 20-30 ms over NumPy's (docs/performance.md, section 4), so loading
-Numba (1-2 s quiet, 2-5 s on the loaded test machine) pays back over about a hundred such
-calls, a data pipeline's run; a smaller call saves too little for that."""
+Numba (its import and registries: 2-5 s on the loaded test machine) pays back over some
+100-200 such calls, a data pipeline's run; a smaller call saves too little for that."""
 _KERNEL_LOADED_MIN_BYTES = 1 * MiB
 """Once Numba is loaded in this process (by an earlier transpose or by the user), the numba
 kernel runs from this size on: below it, the two kernels take about the same time."""
