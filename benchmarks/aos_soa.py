@@ -1,36 +1,47 @@
-"""AoS -> SoA and back with ``interop.aos_to_soa`` / ``soa_to_aos``: GB/s against memcpy.
+"""AoS -> SoA and back with ``interop.aos_to_soa`` / ``soa_to_aos``: against memcpy and anchors.
 
-Inputs: an ``(N, C)`` row-major float32 array. Each library call is compared like for like:
-writing into an existing buffer (``out=``) against ``np.copyto`` of the same bytes into an
-existing buffer, and the default call (a fresh output buffer) against ``ndarray.copy`` (memcpy
-into a fresh buffer, which pays the same page faults). NumPy's one-line transpose copy
-``np.copyto(out, a.T)`` is shown for reference.
+Everything is timed interleaved in one run (each round times every contender once, odd
+rounds in reverse order) and reported as medians:
 
-From ``interop.tables.aos._THREAD_MIN_BYTES`` (16 MiB) on, the library shares the blocks of
-rows among all the process's CPUs (NumPy releases the GIL while it copies); the memcpy
-baselines are single-threaded, a plain memcpy of the same bytes, as the bar asks. ``cpus``
-records how many CPUs the library could use, and ``other_load_cores`` how many cores other
-processes kept busy meanwhile (Linux; ``None`` elsewhere): another process on a core takes
-that core from the threaded copy.
+- **the bar shape**: an ``(N, 8)`` float32 array (a structured array of 8 float32 fields
+  for the anchors), written into an existing buffer (``*_out``, against ``np.copyto`` of the
+  same bytes into an existing buffer: ``memcpy``) and into a fresh one (against
+  ``ndarray.copy``, a memcpy that pays the same page faults: ``memcpy_fresh``); each on the
+  kernel :func:`interop.tables.transpose_kernel` picks (``numba`` at this size) and on the
+  NumPy fallback (``*_numpy``);
+- **anchors**: the same conversion the way a user would write it without interop --
+  ``numpy.lib.recfunctions.structured_to_unstructured`` plus the transpose copy,
+  ``pandas.DataFrame(records)`` then ``pyarrow.Table.from_pandas``, ``polars.from_numpy``;
+  back: ``unstructured_to_structured``, ``DataFrame.to_records``;
+- **mixed records**: 100 fields of mixed types (float64 ... bool, aligned, so with padding)
+  into fresh columns, against ``memcpy_fresh`` of the same bytes, and anchors;
+- **sweeps**: time against rows (8 float32 fields) and against fields (same bytes), both
+  kernels and memcpy: how the cost grows;
+- **first call**: in fresh interpreters, ``import numba`` alone, and the first large
+  transpose (Numba loaded, compiled code read from the on-disk cache) against the same
+  process's steady state.
+
+The memcpy baselines are single-threaded (a plain memcpy); the numba kernel uses
+``numba.get_num_threads()`` threads, the NumPy one every CPU from 16 MiB on; ``cpus`` and
+``numba_threads`` say how many, ``other_load_cores`` how many cores other processes kept busy
+meanwhile (Linux; ``None`` elsewhere).
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import MiB, aligned_empty
 
-BAR = 0.7
-PAIRS = {  # library kernel -> the memcpy it is compared with
-    "aos_to_soa_out": "memcpy",
-    "aos_to_soa": "memcpy_fresh",
-    "soa_to_aos_out": "memcpy",
-    "soa_to_aos": "memcpy_fresh",
-    "numpy_transpose_copy": "memcpy",
-}
+BAR_OUT = 0.8  # out=, 8 float32 fields, both directions, of memcpy into an existing buffer
+BAR_MIXED = 0.7  # 100 mixed fields into fresh columns, of memcpy into a fresh buffer
+BAR_FIRST_MS = 100.0  # first large transpose <= import numba + this + steady state
 
 
 def _busy_ticks() -> int | None:
@@ -43,39 +54,52 @@ def _busy_ticks() -> int | None:
     return sum(v) - v[3] - v[4]  # all but idle and iowait
 
 
-def run(quick: bool = False, nbytes: int | None = None, columns: int = 8) -> dict[str, Any]:
-    import numpy as np
+class _Kernel:
+    """Run a call on one kernel: ``"numpy"`` forces the fallback, ``"numba1"`` runs the numba
+    kernel on one thread, ``None`` leaves the choice."""
 
-    import interop
+    def __init__(self) -> None:
+        from interop.tables import transpose
 
-    nbytes = nbytes or (1 * MiB if quick else 256 * MiB)
-    repeat = 3 if quick else 9
-    n = nbytes // (4 * columns)
-    nbytes = n * 4 * columns
-    a = aligned_empty(nbytes, "float32").reshape(n, columns)
-    a[:] = np.arange(n * columns, dtype=np.float32).reshape(n, columns)
-    cols = aligned_empty(nbytes, "float32").reshape(columns, n)
-    cols[:] = 0
-    rows = aligned_empty(nbytes, "float32").reshape(n, columns)
-    rows[:] = 0
-    flat_src, flat_dst = a.reshape(-1), rows.reshape(-1)
-    table = interop.aos_to_soa(a)
+        self.t = transpose
+        self.saved = (transpose._KERNEL_MIN_BYTES, transpose._KERNEL_LOADED_MIN_BYTES)
 
-    fns: dict[str, Any] = {
-        "memcpy": lambda: np.copyto(flat_dst, flat_src),
-        "memcpy_fresh": lambda: flat_src.copy(),
-        "aos_to_soa_out": lambda: interop.aos_to_soa(a, out=cols),
-        "aos_to_soa": lambda: interop.aos_to_soa(a),
-        "soa_to_aos_out": lambda: interop.soa_to_aos(table, target="numpy", out=rows),
-        "soa_to_aos": lambda: interop.soa_to_aos(table, target="numpy"),
-        "numpy_transpose_copy": lambda: np.copyto(cols, a.T),
-    }
-    samples: dict[str, list[float]] = {k: [] for k in fns}
+    def on(self, kernel: str | None, f: Callable[[], Any]) -> Callable[[], Any]:
+        if kernel is None:
+            return f
+        if kernel == "numba1":  # the numba kernel on one thread
+            import numba
+
+            def one() -> Any:
+                threads = numba.get_num_threads()
+                numba.set_num_threads(1)
+                try:
+                    return f()
+                finally:
+                    numba.set_num_threads(threads)
+
+            return one
+
+        def g() -> Any:
+            self.t._KERNEL_MIN_BYTES = self.t._KERNEL_LOADED_MIN_BYTES = 1 << 62
+            try:
+                return f()
+            finally:
+                self.t._KERNEL_MIN_BYTES, self.t._KERNEL_LOADED_MIN_BYTES = self.saved
+
+        return g
+
+
+def _time(fns: dict[str, Callable[[], Any]], repeat: int) -> tuple[dict[str, list[float]],
+                                                                    float | None]:
+    """Seconds per call of each function, interleaved; and the cores others kept busy."""
     for f in fns.values():
         f()
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    items = list(fns.items())
     busy0, cpu0, wall0 = _busy_ticks(), os.times(), time.perf_counter()
-    for _ in range(repeat):  # interleaved, so machine noise hits every kernel alike
-        for k, f in fns.items():
+    for r in range(repeat):
+        for k, f in items if r % 2 == 0 else reversed(items):
             t0 = time.perf_counter()
             f()
             samples[k].append(time.perf_counter() - t0)
@@ -84,33 +108,280 @@ def run(quick: bool = False, nbytes: int | None = None, columns: int = 8) -> dic
     if busy0 is not None and busy1 is not None:
         ours = cpu1.user + cpu1.system - cpu0.user - cpu0.system
         other = max(0.0, ((busy1 - busy0) / os.sysconf("SC_CLK_TCK") - ours) / wall)
+    return samples, other
+
+
+def _summary(samples: dict[str, list[float]], nbytes: int) -> dict[str, Any]:
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {"median_ms": {k: v * 1e3 for k, v in med.items()},
+            "spread_ms": {k: [min(v) * 1e3, max(v) * 1e3] for k, v in samples.items()},
+            "gb_per_s": {k: nbytes / v / 1e9 for k, v in med.items()}}
+
+
+def _bar_shape(nbytes: int, columns: int, repeat: int, kern: _Kernel) -> dict[str, Any]:
+    import numpy as np
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    from numpy.lib import recfunctions as rfn
+
+    import interop
+    from interop.tables import transpose_kernel
+
+    n = nbytes // (4 * columns)
+    nbytes = n * 4 * columns
+    a = aligned_empty(nbytes, "float32").reshape(n, columns)
+    a[:] = np.arange(n * columns, dtype=np.float32).reshape(n, columns)
+    rec = a.reshape(-1).view([(f"f{j}", "<f4") for j in range(columns)])
+    cols = aligned_empty(nbytes, "float32").reshape(columns, n)
+    cols[:] = 0
+    rows = aligned_empty(nbytes, "float32").reshape(n, columns)
+    rows[:] = 0
+    flat_src, flat_dst = a.reshape(-1), rows.reshape(-1)
+    table = interop.aos_to_soa(a)
+    df = pd.DataFrame(rec)
+    fns: dict[str, Callable[[], Any]] = {
+        "memcpy": lambda: np.copyto(flat_dst, flat_src),
+        "memcpy_fresh": lambda: flat_src.copy(),
+        "aos_to_soa_out": lambda: interop.aos_to_soa(a, out=cols),
+        "soa_to_aos_out": lambda: interop.soa_to_aos(table, target="numpy", out=rows),
+        "aos_to_soa": lambda: interop.aos_to_soa(a),
+        "soa_to_aos": lambda: interop.soa_to_aos(table, target="numpy"),
+        "aos_to_soa_out_1thread": kern.on("numba1", lambda: interop.aos_to_soa(a, out=cols)),
+        "soa_to_aos_out_1thread": kern.on("numba1", lambda: interop.soa_to_aos(
+            table, target="numpy", out=rows)),
+        "aos_to_soa_out_numpy": kern.on("numpy", lambda: interop.aos_to_soa(a, out=cols)),
+        "soa_to_aos_out_numpy": kern.on("numpy", lambda: interop.soa_to_aos(
+            table, target="numpy", out=rows)),
+        "numpy_transpose_copy": lambda: np.copyto(cols, a.T),
+        "anchor_structured_to_unstructured": lambda: np.ascontiguousarray(
+            rfn.structured_to_unstructured(rec).T),
+        "anchor_pandas_to_arrow": lambda: pa.Table.from_pandas(pd.DataFrame(rec),
+                                                               preserve_index=False),
+        "anchor_pyarrow_from_pandas": lambda: pa.Table.from_pandas(df, preserve_index=False),
+        "anchor_polars_from_numpy": lambda: pl.from_numpy(rec),
+        "anchor_unstructured_to_structured": lambda: rfn.unstructured_to_structured(
+            cols.T, dtype=rec.dtype),
+        "anchor_to_records": lambda: df.to_records(index=False),
+    }
+    samples, other = _time(fns, repeat)
     interop.aos_to_soa(a, out=cols)
     back = interop.soa_to_aos(table, target="numpy")
     correct = bool(np.array_equal(cols, a.T) and np.array_equal(back, a))
-    med = {k: statistics.median(v) for k, v in samples.items()}
-    gbps = {k: nbytes / v / 1e9 for k, v in med.items()}
-    ratio = {k: gbps[k] / gbps[base] for k, base in PAIRS.items()}
-    from interop.tables import aos
+    res = _summary(samples, nbytes)
+    g = res["gb_per_s"]
+    pairs = {"aos_to_soa_out": "memcpy", "soa_to_aos_out": "memcpy",
+             "aos_to_soa": "memcpy_fresh", "soa_to_aos": "memcpy_fresh",
+             "aos_to_soa_out_1thread": "memcpy", "soa_to_aos_out_1thread": "memcpy",
+             "aos_to_soa_out_numpy": "memcpy", "soa_to_aos_out_numpy": "memcpy",
+             "numpy_transpose_copy": "memcpy"}
+    fwd = [k for k in fns if k.startswith("anchor_") and k not in
+           ("anchor_unstructured_to_structured", "anchor_to_records")]
+    rev = ["anchor_unstructured_to_structured", "anchor_to_records"]
+    best_fwd, best_rev = max(fwd, key=g.get), max(rev, key=g.get)
+    res.update({
+        "nbytes": nbytes, "rows": n, "columns": columns, "dtype": "float32",
+        "repeat": repeat, "other_load_cores": other, "correct": correct,
+        "kernel": transpose_kernel(nbytes)._asdict(),
+        "compared_with": pairs,
+        "ratio_to_memcpy": {k: g[k] / g[b] for k, b in pairs.items()},
+        "fastest_anchor": {"aos_to_soa": best_fwd, "soa_to_aos": best_rev},
+        "ratio_to_fastest_anchor": {
+            "aos_to_soa": g["aos_to_soa"] / g[best_fwd],
+            "soa_to_aos": g["soa_to_aos"] / g[best_rev]},
+    })
+    return res
 
-    cpus = aos._cpus()
-    threads = cpus if nbytes >= aos._THREAD_MIN_BYTES else 1
-    load = f"{other:.2f}" if other is not None else "unknown"
-    return {
-        "nbytes": nbytes, "rows": n, "columns": columns, "dtype": "float32", "repeat": repeat,
-        "cpus": cpus, "threads": threads, "other_load_cores": other,
-        "note": ("interop.aos_to_soa / soa_to_aos; *_out write into an existing buffer and are "
-                 "compared with memcpy into an existing buffer, the others allocate and are "
-                 "compared with memcpy into a fresh buffer. The library copies on "
-                 f"{threads} thread(s) of {cpus} CPU(s) here (from "
-                 f"{aos._THREAD_MIN_BYTES // MiB} MiB on, every CPU); the memcpy baselines are "
-                 "single-threaded. Other processes kept "
-                 f"{load} cores busy during the timing"),
-        "compared_with": PAIRS,
-        "median_ms": {k: v * 1e3 for k, v in med.items()},
-        "spread_ms": {k: [min(v) * 1e3, max(v) * 1e3] for k, v in samples.items()},
-        "gb_per_s": gbps, "ratio_to_memcpy": ratio, "correct": correct,
-        "bar": {"measured": "aos_to_soa_out", "ratio": ratio["aos_to_soa_out"],
-                "fresh_ratio": ratio["aos_to_soa"],
-                "back": "soa_to_aos_out", "back_ratio": ratio["soa_to_aos_out"],
-                "pass": ratio["aos_to_soa_out"] >= BAR},
+
+def _mixed(nbytes: int, fields: int, repeat: int, kern: _Kernel) -> dict[str, Any]:
+    import numpy as np
+    import pandas as pd
+    import polars as pl
+
+    import interop
+    from interop.tables import transpose_kernel
+
+    types = ["<f8", "<f4", "<i8", "<i4", "<i2", "i1", "?", "<u4"]
+    dt = np.dtype([(f"f{j}", types[j % len(types)]) for j in range(fields)], align=True)
+    n = max(1, nbytes // dt.itemsize)
+    raw = aligned_empty(n * dt.itemsize, "uint8")
+    raw[:] = np.random.default_rng(0).integers(0, 2, raw.size, dtype=np.uint8)
+    rec = raw.view(dt)
+    flat = raw
+    fns: dict[str, Callable[[], Any]] = {
+        "memcpy_fresh": lambda: flat.copy(),
+        "aos_to_soa": lambda: interop.aos_to_soa(rec, target="numpy"),
+        "aos_to_soa_1thread": kern.on("numba1", lambda: interop.aos_to_soa(rec, target="numpy")),
+        "aos_to_soa_numpy": kern.on("numpy", lambda: interop.aos_to_soa(rec, target="numpy")),
+        "anchor_pandas_dataframe": lambda: pd.DataFrame(rec),
+        "anchor_polars_from_numpy": lambda: pl.from_numpy(rec),
     }
+    samples, other = _time(fns, repeat)
+    got = interop.aos_to_soa(rec, target="numpy")
+    correct = all(np.array_equal(got[k], rec[k]) for k in dt.names)
+    res = _summary(samples, n * dt.itemsize)
+    g = res["gb_per_s"]
+    anchors = [k for k in fns if k.startswith("anchor_")]
+    best = max(anchors, key=g.get)
+    res.update({"nbytes": n * dt.itemsize, "rows": n, "fields": fields, "itemsize": dt.itemsize,
+                "field_bytes": sum(dt.fields[k][0].itemsize for k in dt.names),
+                "repeat": repeat, "other_load_cores": other, "correct": correct,
+                "kernel": transpose_kernel(n * dt.itemsize)._asdict(),
+                "ratio_to_memcpy": {k: g[k] / g["memcpy_fresh"] for k in
+                                    ("aos_to_soa", "aos_to_soa_1thread", "aos_to_soa_numpy")},
+                "fastest_anchor": best, "ratio_to_fastest_anchor": g["aos_to_soa"] / g[best]})
+    return res
+
+
+def _sweep(shapes: list[tuple[int, int]], repeat: int, kern: _Kernel) -> list[dict[str, Any]]:
+    """``(rows, fields)`` float32 shapes: both kernels into out= and memcpy, ms."""
+    import numpy as np
+
+    import interop
+    from interop.tables import transpose_kernel
+
+    out = []
+    for n, c in shapes:
+        nbytes = n * c * 4
+        a = aligned_empty(nbytes, "float32").reshape(n, c)
+        a[:] = 1
+        cols = aligned_empty(nbytes, "float32").reshape(c, n)
+        dst = aligned_empty(nbytes, "float32")
+        fns = {"memcpy": lambda dst=dst, a=a: np.copyto(dst, a.reshape(-1)),
+               "kernel": lambda a=a, cols=cols: interop.aos_to_soa(a, target="numpy", out=cols),
+               "numpy": kern.on("numpy", lambda a=a, cols=cols: interop.aos_to_soa(
+                   a, target="numpy", out=cols))}
+        samples, _ = _time(fns, repeat)
+        out.append({"rows": n, "fields": c, "nbytes": nbytes,
+                    "kernel": transpose_kernel(nbytes).name,
+                    "median_ms": {k: statistics.median(v) * 1e3 for k, v in samples.items()}})
+    return out
+
+
+FIRST_CALL = """
+import sys, time
+t0 = time.perf_counter(); import numba; t1 = time.perf_counter()
+print("import", t1 - t0)
+""", """
+import sys, time, numpy as np, interop
+a = np.ones(({n}, 8), np.float32); out = np.empty((8, {n}), np.float32); out[:] = 0
+interop.aos_to_soa(a[:16], target="numpy")  # interop's own first call, not the kernel's
+t0 = time.perf_counter(); interop.aos_to_soa(a, target="numpy", out=out)
+first = time.perf_counter() - t0
+steady = []
+for _ in range(7):
+    t0 = time.perf_counter(); interop.aos_to_soa(a, target="numpy", out=out)
+    steady.append(time.perf_counter() - t0)
+steady.sort()
+print("first", first, "steady", steady[3], "numba" in sys.modules)
+"""
+
+
+def _first_call(nbytes: int, runs: int) -> dict[str, Any]:
+    """Fresh interpreters: ``import numba``; the first large transpose against steady state."""
+    def child(code: str) -> list[str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=600)
+        if out.returncode:
+            raise RuntimeError(out.stderr[-2000:])
+        return out.stdout.split()
+
+    child(FIRST_CALL[1].format(n=nbytes // 32))  # fills the on-disk cache if it is empty
+    imports, firsts, steadies = [], [], []
+    for _ in range(runs):
+        imports.append(float(child(FIRST_CALL[0])[1]))
+        got = child(FIRST_CALL[1].format(n=nbytes // 32))
+        firsts.append(float(got[1]))
+        steadies.append(float(got[3]))
+    imp, first, steady = (statistics.median(x) * 1e3 for x in (imports, firsts, steadies))
+    over = first - steady - imp
+    return {"nbytes": nbytes, "runs": runs, "import_numba_ms": imp, "first_ms": first,
+            "steady_ms": steady, "first_over_steady_minus_import_ms": over,
+            "pass": over <= BAR_FIRST_MS}
+
+
+def _gpu(nbytes: int, repeat: int) -> dict[str, Any]:
+    """The bar shape on the GPU (CuPy arrays): both directions into out= against a
+    device-to-device copy of the same bytes; skipped, with the reason, without a device."""
+    from .gpu import cuda_reason
+
+    reason = cuda_reason()
+    if reason is not None:
+        return {"skipped": True, "reason": reason}
+    import cupy  # pragma: no cover - needs a GPU
+
+    import interop
+
+    n = nbytes // 32
+    a = cupy.arange(n * 8, dtype=cupy.float32).reshape(n, 8)
+    cols = cupy.empty((8, n), cupy.float32)
+    rows = cupy.empty_like(a)
+    dst = cupy.empty_like(a)
+    table = {f"c{j}": cols[j] for j in range(8)}
+    sync = cupy.cuda.Device().synchronize
+
+    def synced(f: Callable[[], Any]) -> Callable[[], Any]:
+        def g() -> Any:
+            f()
+            sync()
+        return g
+
+    fns = {"d2d_copy": synced(lambda: cupy.copyto(dst, a)),
+           "aos_to_soa_out": synced(lambda: interop.aos_to_soa(a, target="cupy", out=cols)),
+           "soa_to_aos_out": synced(lambda: interop.soa_to_aos(table, target="cupy", out=rows))}
+    samples, _ = _time(fns, repeat)
+    res = _summary(samples, n * 32)
+    g = res["gb_per_s"]
+    correct = bool((cols == a.T).all() and (rows == a).all())
+    return {"skipped": False, **res, "correct": correct,
+            "ratio_to_d2d": {k: g[k] / g["d2d_copy"] for k in ("aos_to_soa_out",
+                                                               "soa_to_aos_out")}}
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    import numba
+
+    from interop.tables import transpose
+
+    kern = _Kernel()
+    repeat = 3 if quick else 9
+    main = _bar_shape(1 * MiB if quick else 256 * MiB, 8, repeat, kern)
+    mixed = _mixed(1 * MiB if quick else 256 * MiB, 100, repeat, kern)
+    rows = [1 << k for k in ((10, 14) if quick else (10, 13, 15, 17, 19, 21, 23))]
+    fields = (2, 8) if quick else (2, 4, 8, 16, 32, 64, 128, 256)
+    sweep_bytes = 1 * MiB if quick else 64 * MiB
+    sweeps = {"rows": _sweep([(n, 8) for n in rows], 3 if quick else 5, kern),
+              "fields": _sweep([(sweep_bytes // (4 * c), c) for c in fields],
+                               3 if quick else 5, kern)}
+    first = _first_call(64 * MiB if quick else 256 * MiB, 1 if quick else 3)
+    r = main["ratio_to_memcpy"]
+    return {
+        **main,
+        "cpus": transpose._cpus(), "numba_threads": numba.get_num_threads(),
+        "numba_threading_layer": _layer(),
+        "kernel_min_bytes": transpose._KERNEL_MIN_BYTES,
+        "note": ("*_out write into an existing buffer and are compared with memcpy into an "
+                 "existing buffer (np.copyto), the others allocate and are compared with memcpy "
+                 "into a fresh buffer (ndarray.copy); *_numpy force the NumPy fallback. "
+                 f"Kernel at this size: {main['kernel']['name']} ({main['kernel']['why']}); "
+                 f"numba threads: {numba.get_num_threads()}, NumPy fallback threads: "
+                 f"{transpose._cpus()}; memcpy is single-threaded"),
+        "mixed": mixed, "sweeps": sweeps, "first_call": first,
+        "gpu": _gpu(1 * MiB if quick else 256 * MiB, repeat),
+        "bar": {"aos_to_soa_out": r["aos_to_soa_out"], "soa_to_aos_out": r["soa_to_aos_out"],
+                "mixed_fresh": mixed["ratio_to_memcpy"]["aos_to_soa"],
+                "pass": (r["aos_to_soa_out"] >= BAR_OUT and r["soa_to_aos_out"] >= BAR_OUT
+                         and mixed["ratio_to_memcpy"]["aos_to_soa"] >= BAR_MIXED),
+                "first_call_pass": first["pass"]},
+    }
+
+
+def _layer() -> str | None:
+    import numba
+
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no parallel kernel has run in this process
+        return None

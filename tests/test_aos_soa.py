@@ -9,7 +9,7 @@ import torch
 
 import interop
 from interop.errors import InteropError, NullsError, UnsupportedConversionError
-from interop.tables import aos
+from interop.tables import transpose
 
 
 def test_two_d_array_to_table_and_back():
@@ -37,7 +37,7 @@ def test_columns_are_zero_copy_over_the_transposed_buffer():
 
 
 def test_torch_rows_and_block_boundaries():
-    n = aos._block_rows(2 * 8) * 2 + 7  # several blocks plus a ragged tail
+    n = transpose._block_rows(2 * 8) * 2 + 7  # several blocks plus a ragged tail
     rows = torch.arange(n * 2, dtype=torch.float64).reshape(n, 2)
     tab = interop.aos_to_soa(rows, names=["a", "b"])
     np.testing.assert_array_equal(tab.column("b").to_numpy(), rows[:, 1].numpy())
@@ -97,7 +97,7 @@ def test_aos_soa_errors():
 
 
 def test_out_buffers_are_written_and_aliased():
-    n = aos._block_rows(3 * 4) + 5  # more than one block
+    n = transpose._block_rows(3 * 4) + 5  # more than one block
     rows = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
     buf = np.full((3, n), -1, dtype=np.float32)
     tab = interop.aos_to_soa(rows, names=["x", "y", "z"], out=buf)

@@ -1,4 +1,5 @@
-"""AoS <-> SoA on several threads: the same bytes as on one thread, written into ``out=``.
+"""AoS <-> SoA on several threads (the NumPy kernel): the same bytes as on one thread, written
+into ``out=``.
 
 The threshold and CPU count are lowered through the module's constants, so a few blocks of
 a small input take the threaded path on any machine (even with one CPU).
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 import interop
-from interop.tables import aos
+from interop.tables import transpose
 
 
 @pytest.fixture
@@ -21,11 +22,13 @@ def threaded(monkeypatch):
 
     The calling thread waits (up to 10 s) for a helper to take a block before it copies its
     own first one, so a pool thread takes part however fast the caller is."""
-    monkeypatch.setattr(aos, "_THREAD_MIN_BYTES", 0)
-    monkeypatch.setattr(aos, "_BLOCK_BYTES", 1)  # blocks of _block_rows' minimum, 1024 rows
-    monkeypatch.setattr(aos, "_cpus", lambda: 3)
+    monkeypatch.setattr(transpose, "_THREAD_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_BLOCK_BYTES", 1)  # blocks of _block_rows' minimum, 1024 rows
+    monkeypatch.setattr(transpose, "_cpus", lambda: 3)
+    monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 1 << 62)  # the NumPy kernel only
+    monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 1 << 62)
     seen: set[str] = set()
-    run_blocks = aos._run_blocks
+    run_blocks = transpose._run_blocks
 
     def spy(n, step, nbytes, copy):
         caller, helped = threading.current_thread(), threading.Event()
@@ -34,21 +37,21 @@ def threaded(monkeypatch):
             me = threading.current_thread()
             if me is not caller:
                 helped.set()
-            elif aos._THREAD_MIN_BYTES <= nbytes:
+            elif transpose._THREAD_MIN_BYTES <= nbytes:
                 helped.wait(10)
             seen.add(me.name)
             copy(i, j)
 
         run_blocks(n, step, nbytes, traced)
 
-    monkeypatch.setattr(aos, "_run_blocks", spy)
+    monkeypatch.setattr(transpose, "_run_blocks", spy)
     return seen
 
 
 def _single(monkeypatch, threaded, fn):
     """``fn()`` with the threshold out of reach: every block on the calling thread."""
     with monkeypatch.context() as m:
-        m.setattr(aos, "_THREAD_MIN_BYTES", 1 << 62)
+        m.setattr(transpose, "_THREAD_MIN_BYTES", 1 << 62)
         res = fn()
     assert threaded == {threading.current_thread().name}
     threaded.clear()
@@ -102,14 +105,14 @@ def test_threaded_mixed_fields_match_single_thread(threaded, monkeypatch):
 def test_the_pool_is_made_again_after_a_fork(threaded):
     """A forked child inherits the pool object but not its threads: a new pool is made."""
     stale = (-1, 8, object())  # another process's pool: submitting to it would fail
-    aos._pool = stale
+    transpose._pool = stale
     try:
         n = 2 * 1024
         rows = np.ones((n, 2), np.float32)
         out = np.zeros((2, n), np.float32)
         interop.aos_to_soa(rows, target="numpy", out=out)
         np.testing.assert_array_equal(out, 1)
-        assert aos._pool is not stale and aos._pool[0] != -1
+        assert transpose._pool is not stale and transpose._pool[0] != -1
     finally:
-        if aos._pool is stale:
-            aos._pool = None
+        if transpose._pool is stale:
+            transpose._pool = None

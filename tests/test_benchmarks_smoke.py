@@ -65,7 +65,13 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
             assert all(len(m["us"]) == len(pool["sizes"]) for m in modes.values()), modes
         assert set(pool["pipeline"]["modes"]) == {"own", "pool", "shared", "cached_pool"}
         assert all("held_mib" in m for m in pool["pipeline"]["modes"].values())
-    assert len(data["bars"]) == 5
+    assert len(data["bars"]) == 6  # the AoS<->SoA transpose has two: speed and first call
+    aos = data["aos_soa"]  # anchors, mixed records, sweeps, first call, GPU rows (or why not)
+    assert aos["fastest_anchor"]["aos_to_soa"].startswith("anchor_")
+    assert aos["mixed"]["correct"] and aos["mixed"]["fields"] == 100
+    assert [p["rows"] for p in aos["sweeps"]["rows"]] and aos["sweeps"]["fields"]
+    assert aos["first_call"]["first_ms"] > 0
+    assert aos["gpu"].get("skipped") is (not torch.cuda.is_available())
     first = data["import_time"]["first_call"]  # import + first call vs the native first call
     assert set(first["pairs"]) >= {"numpy->torch", "numpy->jax", "pandas->torch"}
     for v in first["pairs"].values():

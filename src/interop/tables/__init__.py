@@ -14,12 +14,12 @@ from typing import Any
 TABLE_TARGETS = ("pyarrow", "pandas", "polars", "cudf")
 """The table frameworks: a table converted to one of them stays a whole table."""
 
-__all__ = ["Columns", "TablePlan", "aos_to_soa", "soa_to_aos", "to_arrow_table",
-           "to_record_batch", "columns_of"]
+__all__ = ["Columns", "TablePlan", "aos_to_soa", "soa_to_aos", "transpose_kernel",
+           "to_arrow_table", "to_record_batch", "columns_of"]
 
 _WHERE = {"Columns": "columns", "TablePlan": "columns", "aos_to_soa": "aos",
-          "soa_to_aos": "aos", "to_arrow_table": "calls", "to_record_batch": "calls",
-          "columns_of": "calls"}
+          "soa_to_aos": "aos", "transpose_kernel": "aos", "to_arrow_table": "calls",
+          "to_record_batch": "calls", "columns_of": "calls"}
 
 
 def __getattr__(name: str) -> Any:

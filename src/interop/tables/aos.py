@@ -1,109 +1,33 @@
 """Array of structures <-> structure of arrays: a real transpose, so one copy.
 
-``aos_to_soa`` takes row-major records -- a NumPy structured array, or an ``(N, C)`` array or
-tensor of any framework the registry reads -- and writes each field into its own contiguous
-column of one ``(C, N)`` buffer (fresh and 64-byte aligned, or the caller's ``out=``), then
+``aos_to_soa`` takes row-major records -- a NumPy structured array (one field type or mixed,
+packed or padded), or an ``(N, C)`` array or tensor of any framework the registry reads --
+and writes each field into its own contiguous column (of one ``(C, N)`` buffer, fresh and
+64-byte aligned, or the caller's ``out=``; one aligned buffer per field for mixed types), then
 hands the columns to Arrow without another copy. ``soa_to_aos`` is the inverse: columns (read
-zero-copy through the registry) into one ``(N, C)`` row-major buffer, handed to the target
-framework without a copy.
+zero-copy through the registry) into one ``(N, C)`` row-major buffer, or into a structured
+array when ``dtype`` is a structured dtype, handed to the target framework without a copy.
 
-The copy is a single pass, blocked over rows: each block of ``_BLOCK_BYTES`` of rows is read
-once, while it is in cache, and written to the ``C`` column streams, so the memory traffic is
-one read and one write of the data, as for a ``memcpy`` (``benchmarks/aos_soa.py`` measures
-the ratio). A fresh output costs page faults on top; ``out=`` reuses a buffer instead.
-
-From ``_THREAD_MIN_BYTES`` on, the blocks are shared among the process's CPUs: the calling
-thread and ``cpus - 1`` threads of a small pool (made on first use) each take the next block
-until none is left, writing disjoint slices of the output. NumPy releases the GIL while it
-copies a block, so the transpose, which one core cannot run at memory speed (a strided
-read or write per element), uses every core. The benchmark still compares it with a plain
-single-threaded ``memcpy`` of the same bytes. Smaller inputs stay on the calling thread,
-where handing blocks over costs more than it saves.
+The copy itself is :mod:`interop.tables.transpose`'s: Numba's compiled parallel kernel for
+large inputs, NumPy's blocked copies otherwise (:func:`transpose_kernel` says which a given
+size runs, and why; ``benchmarks/aos_soa.py`` measures both against ``memcpy``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InteropError, UnsupportedConversionError
-from ..host import ALIGNMENT
-
-_BLOCK_BYTES = 2 * 1024 * 1024  # bytes of source rows per block: one L2 cache, measured best
-# below this, one thread: on 2 idle CPUs, two threads were no faster at 8 MiB, 1.25x at 16 MiB
-_THREAD_MIN_BYTES = 16 * 1024 * 1024
-_pool: Any = None  # (pid, threads, ThreadPoolExecutor), made on the first threaded copy
+from ..host import ALIGNMENT, fresh_buffer
+from . import transpose
+from .transpose import Kernel
 
 
-def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> Any:
-    import numpy as np
-
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    start = (-raw.ctypes.data) % ALIGNMENT
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
-
-
-def _block_rows(row_bytes: int) -> int:
-    return max(1024, _BLOCK_BYTES // max(row_bytes, 1))
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))  # the CPUs this process may run on
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _executor(workers: int) -> Any:
-    """The module's thread pool of ``workers`` threads, made again after a fork (a forked
-    child has the pool object but none of its threads)."""
-    global _pool
-    pid = os.getpid()
-    if _pool is None or _pool[0] != pid or _pool[1] < workers:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _pool = (pid, workers, ThreadPoolExecutor(workers, thread_name_prefix="interop-aos"))
-    return _pool[2]
-
-
-def _run_blocks(n: int, step: int, nbytes: int, copy: Callable[[int, int], None]) -> None:
-    """``copy(i, i + step)`` for every block of rows ``i`` in ``range(0, n, step)``: on the
-    calling thread for fewer than ``_THREAD_MIN_BYTES``, else on every CPU, each thread taking
-    the next block until none is left (a thread slowed by other load just takes fewer)."""
-    starts = range(0, n, step)
-    threads = min(_cpus(), len(starts)) if nbytes >= _THREAD_MIN_BYTES else 1
-    if threads <= 1:
-        for i in starts:
-            copy(i, i + step)
-        return
-    import threading
-
-    todo = iter(starts)
-    lock = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with lock:
-                i = next(todo, None)
-            if i is None:
-                return
-            copy(i, i + step)
-
-    helpers = [_executor(threads - 1).submit(work) for _ in range(threads - 1)]
-    try:
-        work()
-    except BaseException:
-        with lock:  # the copy failed or was interrupted: leave the helpers nothing more to do
-            for _ in todo:
-                pass
-        raise
-    finally:
-        for f in helpers:  # a helper that has not started yet has nothing left to do
-            if not f.cancel():
-                f.result()
+def transpose_kernel(nbytes: int) -> Kernel:
+    """Which kernel (``"numba"`` or ``"numpy"``) an ``aos_to_soa``/``soa_to_aos`` of
+    ``nbytes`` bytes of records runs, and why (Numba is loaded only from a size on)."""
+    return transpose.kernel(nbytes)
 
 
 def _homogeneous(dt: Any) -> Any:
@@ -119,20 +43,11 @@ def _homogeneous(dt: Any) -> Any:
     return first if dt.itemsize == len(names) * first.itemsize else None
 
 
-def transpose_rows(a: Any, out: Any = None) -> Any:
-    """``(N, C)`` NumPy array -> ``(C, N)`` columns in one blocked pass: into ``out`` when given
-    (checked by :func:`_check_out`), else into a fresh array whose rows start 64-byte aligned."""
-    n, c = a.shape
-    if out is None:
-        per = max(ALIGNMENT // a.dtype.itemsize, 1)
-        padded = -(-n // per) * per  # every column starts 64-byte aligned, as Arrow recommends
-        out = _aligned_empty((c, padded), a.dtype)[:, :n]
-
-    def copy(i: int, j: int) -> None:
-        out[:, i:j] = a[i:j].T
-
-    _run_blocks(n, _block_rows(c * a.dtype.itemsize), a.nbytes, copy)
-    return out
+def _columns_buffer(c: int, n: int, dtype: Any) -> Any:
+    """A fresh ``(C, N)`` array whose rows each start 64-byte aligned, as Arrow recommends."""
+    per = max(ALIGNMENT // dtype.itemsize, 1)
+    padded = -(-n // per) * per
+    return fresh_buffer((c, padded), dtype)[:, :n]
 
 
 def _check_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
@@ -151,18 +66,55 @@ def _check_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
     return arr
 
 
-def _fields_to_columns(rows: Any) -> list[Any]:
-    """Structured array of mixed field types -> one fresh aligned column per field."""
-    names = rows.dtype.names
-    cols = [_aligned_empty((len(rows),), rows.dtype.fields[n][0]) for n in names]
+def _on_gpu(x: Any) -> bool:
+    """Device memory (CuPy, a CUDA tensor, a Numba device array): it exports the CUDA Array
+    Interface (a CPU torch tensor's property raises AttributeError: not on the GPU)."""
+    return hasattr(x, "__cuda_array_interface__")
 
-    def copy(i: int, j: int) -> None:
-        blk = rows[i:j]
-        for n, col in zip(names, cols):
-            col[i:j] = blk[n]
 
-    _run_blocks(len(rows), _block_rows(rows.dtype.itemsize), rows.nbytes, copy)
-    return cols
+def _names(names: Sequence[str] | None, c: int, shape: tuple[int, ...]) -> list[str]:
+    names = list(names) if names is not None else [f"c{i}" for i in range(c)]
+    if len(names) != c:
+        raise InteropError(f"{len(names)} names for {c} columns (shape {shape})")
+    if len(set(names)) != len(names):
+        raise InteropError(f"column names must be unique, got {names}")
+    return names
+
+
+def _aos_to_soa_gpu(rows: Any, names: Sequence[str] | None, target: str, out: Any) -> Any:
+    """:func:`aos_to_soa` of an ``(N, C)`` device array: the transpose on its GPU."""
+    from .. import api
+    from . import gpu_transpose
+
+    a = api.to_framework(rows, "cupy")
+    if a.ndim != 2:
+        raise InteropError(f"rows on a GPU must be a 2-D (N, C) array (CuPy has no structured "
+                           f"dtypes); got shape {a.shape}")
+    if a.dtype.kind not in "biuf":
+        raise UnsupportedConversionError(f"dtype {a.dtype} is not a fixed-width number")
+    names = _names(names, a.shape[1], a.shape)
+    if out is None:
+        out = gpu_transpose.columns_buffer(a.shape[1], a.shape[0], a.dtype)
+    else:
+        out = _check_gpu_out(out, a.shape[::-1], a.dtype, "(C, N)")
+    gpu_transpose.transpose(a, out)
+    return api.to_framework(dict(zip(names, out)), target)
+
+
+def _check_gpu_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
+    """``out`` on a GPU as a CuPy array of ``shape`` and ``dtype`` with contiguous rows."""
+    from .. import api
+
+    if not _on_gpu(out):
+        raise InteropError(f"out= must be on the GPU, as the rows are; got a "
+                           f"{type(out).__module__}.{type(out).__qualname__}")
+    arr = api.to_framework(out, "cupy")
+    if arr.shape != shape or arr.dtype != dtype:
+        raise InteropError(f"out= must be a {what} array of shape {shape} and dtype {dtype}; "
+                           f"got shape {arr.shape}, dtype {arr.dtype}")
+    if arr.shape[1] > 1 and arr.strides[1] != arr.itemsize:
+        raise InteropError(f"out= rows must be contiguous (strides {arr.strides})")
+    return arr
 
 
 def _as_numpy(rows: Any) -> Any:
@@ -188,6 +140,8 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
     (reusing it skips the page faults of a fresh buffer; the result then aliases ``out``).
     Only for 2-D rows and structured arrays of one field type.
     """
+    if _on_gpu(rows):
+        return _aos_to_soa_gpu(rows, names, target, out)
     a = _as_numpy(rows)
     if a.dtype.names is not None:
         if a.ndim != 1:
@@ -196,6 +150,7 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
         names = list(names) if names is not None else fields
         if len(names) != len(fields):
             raise InteropError(f"{len(names)} names for {len(fields)} fields {fields}")
+        names = _names(names, len(fields), a.shape)  # unique
         sub = [a.dtype.fields[f][0] for f in fields]
         bad = [(f, str(t)) for f, t in zip(fields, sub) if t.shape or t.kind not in "biufmM"]
         if bad:
@@ -209,26 +164,29 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
             if flat is None:
                 raise InteropError("out= needs C-contiguous records whose fields share one "
                                    f"type; got dtype {a.dtype}: drop out=")
-            cols = list(transpose_rows(flat, _check_out(out, flat.shape[::-1], ftype, "(C, N)")))
-        elif flat is not None:
-            cols = list(transpose_rows(flat))
+            out = _check_out(out, flat.shape[::-1], ftype, "(C, N)")
+        if flat is not None:
+            if out is None:
+                out = _columns_buffer(len(fields), len(a), ftype)
+            transpose.rows_to_columns(flat, out)
+            cols = list(out)
         else:
-            cols = _fields_to_columns(a)
+            cols = [fresh_buffer((len(a),), a.dtype.fields[f][0]) for f in fields]
+            transpose.records_to_columns(a, cols)
     else:
         if a.ndim != 2:
             raise InteropError(f"rows must be a structured array or a 2-D (N, C) array; got "
                                f"shape {a.shape}")
         c = a.shape[1]
-        names = list(names) if names is not None else [f"c{i}" for i in range(c)]
-        if len(names) != c:
-            raise InteropError(f"{len(names)} names for {c} columns (shape {a.shape})")
+        names = _names(names, c, a.shape)
         if a.dtype.kind not in "biufmM":
             raise UnsupportedConversionError(f"dtype {a.dtype} is not a fixed-width scalar")
         if out is not None:
             out = _check_out(out, a.shape[::-1], a.dtype, "(C, N)")
-        cols = list(transpose_rows(a, out))
-    if len(set(names)) != len(names):
-        raise InteropError(f"column names must be unique, got {names}")
+        else:
+            out = _columns_buffer(c, len(a), a.dtype)
+        transpose.rows_to_columns(a, out)
+        cols = list(out)
     cols_by_name = dict(zip(names, cols))
     from .. import api
 
@@ -242,15 +200,20 @@ def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | No
     ``table``: anything :func:`interop.to_framework` reads as a table (pyarrow, pandas,
     polars, a dict of arrays, Arrow PyCapsule objects). Columns are read zero-copy where the
     registry allows (nulls raise :class:`~interop.errors.NullsError`; select with
-    ``columns=``). ``dtype``: the common type, by default NumPy's promotion of the columns.
-    ``out``: an existing writable ``(N, C)`` array with contiguous rows to write into (the
-    result is then ``out`` handed to ``target``).
+    ``columns=``). ``dtype``: the common type, by default NumPy's promotion of the columns;
+    or a structured dtype of one field per column (in order, mixed types, packed or padded,
+    its own field names): the result is then a 1-D structured array of ``N`` records
+    (``target`` ``"numpy"``). ``out``: an existing writable ``(N, C)`` array with contiguous
+    rows (or ``(N,)`` records of the structured ``dtype``) to write into (the result is then
+    ``out`` handed to ``target``).
     """
     import numpy as np
 
     from .. import api
 
     opts = {"columns": list(columns)} if columns is not None else {}
+    if isinstance(table, dict) and table and all(_on_gpu(v) for v in table.values()):
+        return _soa_to_aos_gpu(table, target, columns, dtype, out)
     cols = api.to_framework(table, "numpy", **opts)
     names = list(cols)
     if not names:
@@ -263,16 +226,50 @@ def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | No
     if any(len(x) != n for x in arrays):
         raise InteropError(f"columns differ in length: {[len(x) for x in arrays]}")
     dt = np.dtype(dtype) if dtype is not None else np.result_type(*arrays)
-    if out is None:
-        out = _aligned_empty((n, len(arrays)), dt)
+    if dt.names is not None:
+        if len(dt.names) != len(arrays):
+            raise InteropError(f"dtype has {len(dt.names)} fields {list(dt.names)} for "
+                               f"{len(arrays)} columns {names}; give one field per column")
+        sub = [dt.fields[f][0] for f in dt.names]
+        bad = [(f, str(t)) for f, t in zip(dt.names, sub) if t.shape or t.kind not in "biufmM"]
+        if bad:
+            raise UnsupportedConversionError(f"fields {bad} are not fixed-width scalars; only "
+                                             "numeric, boolean and datetime fields hold columns")
+        out = fresh_buffer((n,), dt) if out is None else _check_out(out, (n,), dt, "records")
+        transpose.columns_to_records(arrays, out)
     else:
-        out = _check_out(out, (n, len(arrays)), dt, "(N, C)")
-
-    def copy(i: int, j: int) -> None:
-        blk = out[i:j]
-        for k, x in enumerate(arrays):
-            blk[:, k] = x[i:j]
-
-    _run_blocks(n, _block_rows(len(arrays) * dt.itemsize), out.nbytes, copy)
+        if out is None:
+            out = fresh_buffer((n, len(arrays)), dt)
+        else:
+            out = _check_out(out, (n, len(arrays)), dt, "(N, C)")
+        transpose.columns_to_rows(arrays, out)
     return api.to_framework(out, target)
 
+
+def _soa_to_aos_gpu(table: dict, target: str, columns: Sequence[str] | None, dtype: Any,
+                    out: Any) -> Any:
+    """:func:`soa_to_aos` of a dict of device columns: the transpose on their GPU."""
+    import cupy
+
+    from .. import api
+    from . import gpu_transpose
+
+    names = list(columns) if columns is not None else list(table)
+    arrays = [api.to_framework(table[n], "cupy") for n in names]
+    if any(x.ndim != 1 for x in arrays):
+        raise InteropError(f"columns {[n for n, x in zip(names, arrays) if x.ndim != 1]} "
+                           "are not one-dimensional")
+    n = len(arrays[0])
+    if any(len(x) != n for x in arrays):
+        raise InteropError(f"columns differ in length: {[len(x) for x in arrays]}")
+    dt = cupy.dtype(dtype) if dtype is not None else cupy.result_type(*arrays)
+    if dt.names is not None:
+        raise InteropError("a structured dtype needs host columns (CuPy has no structured "
+                           "dtypes); convert the columns to NumPy first")
+    arrays = [x if x.dtype == dt else x.astype(dt) for x in arrays]
+    if out is None:
+        out = cupy.empty((n, len(arrays)), dtype=dt)
+    else:
+        out = _check_gpu_out(out, (n, len(arrays)), dt, "(N, C)")
+    gpu_transpose.transpose(gpu_transpose.stack_columns(arrays), out)
+    return api.to_framework(out, target)

@@ -1,0 +1,266 @@
+"""The AoS <-> SoA kernels, value by value against NumPy's own field access, on random layouts.
+
+Each property runs on both kernels (``numba`` forced from 0 bytes on, ``numpy`` forced
+always): field counts, field types, padding and offsets (aligned, packed, explicit gaps),
+row counts (0 and 1 included), strided and read-only sources, misaligned ``out=``. The truth
+is NumPy's field access (``rows[name]``), compared byte for byte (NaN payloads included).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import interop
+from helpers import run_child
+from interop.errors import InteropError, UnsupportedConversionError
+from interop.tables import transpose, transpose_kernel
+
+TYPES = ["i1", "u1", "?", "<i2", "<f2", "<i4", "<u4", "<f4", "<i8", "<u8", "<f8",
+         "<M8[us]", "<m8[ns]", ">i4", ">f8"]
+PROPS = settings(max_examples=40, deadline=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                        HealthCheck.too_slow])
+
+
+@pytest.fixture(params=["numba", "numpy"])
+def kernel(request, monkeypatch):
+    """Every transpose of the test runs on this kernel (``transpose.kernel`` says so)."""
+    if request.param == "numba":
+        pytest.importorskip("numba")
+        monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 0)
+        monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 0)
+    else:
+        monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 1 << 62)
+        monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 1 << 62)
+    assert transpose.kernel(1 << 20).name == request.param
+    return request.param
+
+
+def _random(dt: np.dtype, n: int, seed: int) -> np.ndarray:
+    """``n`` records of ``dt`` with random bytes in every field (booleans 0 or 1)."""
+    rng = np.random.default_rng(seed)
+    a = np.frombuffer(rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).tobytes(),
+                      dtype=dt).copy()
+    for name in dt.names or ():
+        if dt.fields[name][0].kind == "b":
+            a[name] = rng.integers(0, 2, n).astype(bool)
+    return a
+
+
+def _same_bytes(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+@st.composite
+def record_dtypes(draw, max_fields: int = 24):
+    """A structured dtype: 1..max_fields fields of mixed types, packed, aligned or with gaps."""
+    k = draw(st.integers(1, max_fields))
+    types = [np.dtype(draw(st.sampled_from(TYPES))) for _ in range(k)]
+    names = [f"f{i}" for i in range(k)]
+    how = draw(st.sampled_from(["packed", "aligned", "gaps"]))
+    if how != "gaps":
+        return np.dtype({"names": names, "formats": types}, align=how == "aligned")
+    offsets, at = [], 0
+    for t in types:
+        at += draw(st.integers(0, 9))
+        offsets.append(at)
+        at += t.itemsize
+    return np.dtype({"names": names, "formats": types, "offsets": offsets,
+                     "itemsize": at + draw(st.integers(0, 9))})
+
+
+ROWS = st.sampled_from([0, 1, 2, 7, 8, 9, 63, 64, 65, 1000, 4099])
+
+
+@PROPS
+@given(dt=record_dtypes(), n=ROWS, step=st.sampled_from([1, 1, 2, -1]),
+       read_only=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_records_to_columns_match_numpy_fields(kernel, dt, n, step, read_only, seed):
+    base = _random(dt, n * abs(step), seed)
+    rows = base[::step]
+    rows.flags.writeable = not read_only
+    cols = interop.aos_to_soa(rows, target="numpy")
+    assert list(cols) == list(dt.names)
+    for name in dt.names:
+        _same_bytes(cols[name], rows[name])
+        assert cols[name].flags.c_contiguous and cols[name].flags.writeable
+
+
+@PROPS
+@given(dt=record_dtypes(), n=ROWS, seed=st.integers(0, 2**32 - 1),
+       misalign=st.integers(0, 7))
+def test_columns_to_records_match_numpy_fields(kernel, dt, n, seed, misalign):
+    want = _random(dt, n, seed)
+    src = {name: np.ascontiguousarray(want[name]) for name in dt.names}
+    got = interop.soa_to_aos(src, target="numpy", dtype=dt)
+    assert got.dtype == dt and got.shape == (n,)
+    for name in dt.names:
+        _same_bytes(got[name], want[name])
+    raw = np.zeros(n * dt.itemsize + 8, np.uint8)  # records starting at any byte
+    out = raw[misalign:misalign + n * dt.itemsize].view(dt)
+    res = interop.soa_to_aos(src, target="numpy", dtype=dt, out=out)
+    assert res.ctypes.data == out.ctypes.data  # written in place
+    assert n == 0 or out.ctypes.data == raw.ctypes.data + misalign
+    for name in dt.names:
+        _same_bytes(out[name], want[name])
+
+
+@PROPS
+@given(c=st.integers(1, 40), n=ROWS, t=st.sampled_from(TYPES), layout=st.sampled_from(
+    ["c", "fortran", "sliced", "misaligned"]), read_only=st.booleans(),
+    seed=st.integers(0, 2**32 - 1), out_misalign=st.integers(0, 7))
+def test_two_d_rows_to_columns_and_back(kernel, c, n, t, layout, read_only, seed, out_misalign):
+    dt = np.dtype(t)
+    flat = _random(np.dtype([("x", dt)]), n * c * 2, seed)["x"]
+    if layout == "c":
+        a = flat[:n * c].reshape(n, c)
+    elif layout == "fortran":
+        a = np.asfortranarray(flat[:n * c].reshape(n, c))
+    elif layout == "sliced":
+        a = flat.reshape(n, 2 * c)[:, ::2] if n else flat[:0].reshape(0, c)
+    else:  # every element at an odd address
+        raw = np.zeros(n * c * dt.itemsize + 1, np.uint8)
+        a = raw[1:].view(dt).reshape(n, c)
+        a[...] = flat[:n * c].reshape(n, c)
+    a.flags.writeable = not read_only
+    want = a.T.copy()
+    cols = interop.aos_to_soa(a, target="numpy")
+    for j in range(c):
+        _same_bytes(cols[f"c{j}"], want[j])
+    raw = np.zeros(n * c * dt.itemsize + 8, np.uint8)
+    out = raw[out_misalign:out_misalign + n * c * dt.itemsize].view(dt).reshape(c, n)
+    interop.aos_to_soa(a, target="numpy", out=out)
+    _same_bytes(out, want)
+    back = interop.soa_to_aos(cols, target="numpy", dtype=dt)  # columns of one (C, N) buffer
+    _same_bytes(back, np.ascontiguousarray(a))
+    separate = {k: v.copy() for k, v in cols.items()}  # columns anywhere in memory
+    rows = np.zeros(n * c * dt.itemsize + 8, np.uint8)
+    rows_out = rows[out_misalign:out_misalign + n * c * dt.itemsize].view(dt).reshape(n, c)
+    interop.soa_to_aos(separate, target="numpy", dtype=dt, out=rows_out)
+    _same_bytes(rows_out, np.ascontiguousarray(a))
+
+
+@pytest.mark.parametrize("fields", [2, 100, 256])
+def test_many_fields_mixed_and_homogeneous(kernel, fields):
+    rng = np.random.default_rng(fields)
+    mixed = np.dtype([(f"f{i}", TYPES[i % len(TYPES)]) for i in range(fields)], align=True)
+    for dt in (mixed, np.dtype([(f"f{i}", "<f4") for i in range(fields)])):
+        rows = _random(dt, 3001, int(rng.integers(1 << 30)))
+        cols = interop.aos_to_soa(rows, target="numpy")
+        for name in dt.names:
+            _same_bytes(cols[name], rows[name])
+        back = interop.soa_to_aos(cols, target="numpy", dtype=dt)
+        for name in dt.names:
+            _same_bytes(back[name], rows[name])
+
+
+def test_columns_of_other_types_are_cast_by_numpy(kernel):
+    cols = {"a": np.arange(5000, dtype=np.int32), "b": np.linspace(0, 1, 5000)[::-1]}
+    assert transpose.kernel(1 << 30, cast=True).name == "numpy"
+    got = interop.soa_to_aos(cols, target="numpy")
+    np.testing.assert_array_equal(got, np.stack([cols["a"].astype(float), cols["b"]], 1))
+
+
+def test_the_decision_names_its_reasons(monkeypatch):
+    monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 64 << 20)
+    monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 1 << 20)
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    small = transpose.kernel(1 << 20)
+    assert small.name == "numpy" and "loading Numba" in small.why
+    monkeypatch.setattr(transpose, "_ran_in", [-1])  # another process ran the numba kernel
+    assert "fork" in transpose.kernel(1 << 30).why
+    monkeypatch.setattr(transpose, "_ran_in", [])
+    monkeypatch.setattr(transpose, "_numba", {"error": "Numba is not installed (pip ...)"})
+    absent = transpose_kernel(1 << 30)
+    assert absent == ("numpy", "Numba is not installed (pip ...)")
+
+
+def test_a_small_transpose_never_imports_numba_a_large_one_does():
+    """In a fresh interpreter: a transpose under the threshold leaves ``numba`` out of
+    ``sys.modules``; the first one over it loads it and says so."""
+    pytest.importorskip("numba")
+    code = """
+        import sys, numpy as np, interop
+        from interop.tables import transpose, transpose_kernel
+        rows = np.ones((transpose._KERNEL_MIN_BYTES // 8 - 8, 2), np.float32)
+        interop.aos_to_soa(rows, target="numpy")
+        interop.soa_to_aos({"a": rows[:, 0].copy(), "b": rows[:, 1].copy()}, target="numpy")
+        print("numba" in sys.modules, transpose.kernel(rows.nbytes).name)
+        big = np.ones((transpose._KERNEL_MIN_BYTES // 8, 2), np.float32)
+        why = interop.tables.transpose_kernel(big.nbytes)
+        cols = interop.aos_to_soa(big, target="numpy")
+        assert (cols["c1"] == 1).all()
+        print("numba" in sys.modules, why.name)
+    """
+    out = run_child(code, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "numpy", "True", "numba"], out.stdout
+
+
+def test_without_numba_the_numpy_kernel_runs():
+    """``import numba`` fails (blocked in ``sys.modules``): large transposes use NumPy."""
+    code = """
+        import sys
+        sys.modules["numba"] = None
+        import numpy as np, interop
+        from interop.tables import transpose, transpose_kernel
+        big = np.arange(2 * (transpose._KERNEL_MIN_BYTES // 8), dtype=np.float32).reshape(-1, 2)
+        k = transpose.kernel(big.nbytes)
+        cols = interop.aos_to_soa(big, target="numpy")
+        assert (cols["c1"] == big[:, 1]).all()
+        print(k.name, k.why)
+    """
+    out = run_child(code, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("numpy Numba is not installed"), out.stdout
+
+
+def test_bad_input_errors_name_the_value_and_the_fix():
+    with pytest.raises(InteropError, match="structured array or a 2-D"):
+        interop.aos_to_soa(np.arange(6.0))
+    with pytest.raises(UnsupportedConversionError):
+        interop.aos_to_soa("not records")
+    rec = np.zeros(4, dtype=[("a", "<f4"), ("b", "<f4")])
+    with pytest.raises(InteropError, match=r"shape \(2, 4\) and dtype float32; got shape \(4, 2\)"):
+        interop.aos_to_soa(rec, out=np.empty((4, 2), np.float32))
+    ro = np.empty((2, 4), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(InteropError, match="read-only"):
+        interop.aos_to_soa(rec, out=ro)
+    cols = {"a": np.zeros(4), "b": np.zeros(4)}
+    with pytest.raises(InteropError, match="2 fields .* for 3 columns"):
+        interop.soa_to_aos({**cols, "c": np.zeros(4)}, target="numpy",
+                           dtype=[("x", "<f8"), ("y", "<f8")])
+    with pytest.raises(InteropError, match=r"records array of shape \(4,\)"):
+        interop.soa_to_aos(cols, target="numpy", dtype=[("x", "<f8"), ("y", "<f8")],
+                           out=np.empty(3, [("x", "<f8"), ("y", "<f8")]))
+    with pytest.raises(UnsupportedConversionError, match="not fixed-width"):
+        interop.soa_to_aos(cols, target="numpy", dtype=[("x", "U3"), ("y", "<f8")])
+
+
+def test_the_compiled_kernel_is_cached_on_disk_not_compiled_again(tmp_path):
+    """Two fresh interpreters with one ``NUMBA_CACHE_DIR``: the first compiles and saves the
+    kernel, the second loads it (Numba's own cache log, ``NUMBA_DEBUG_CACHE``)."""
+    pytest.importorskip("numba")
+    import os
+    import subprocess
+
+    code = ("import numpy as np, interop\n"
+            "from interop.tables import transpose\n"
+            "transpose._KERNEL_MIN_BYTES = 0\n"
+            "a = np.arange(64, dtype=np.float32).reshape(32, 2)\n"
+            "cols = interop.aos_to_soa(a, target='numpy')\n"
+            "assert (cols['c1'] == a[:, 1]).all()\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "NUMBA_DEBUG_CACHE": "1"}
+    logs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=600) for _ in range(2)]
+    for out in logs:
+        assert out.returncode == 0, out.stderr
+    assert "data saved" in logs[0].stdout and "rows_to_columns" in logs[0].stdout
+    assert "data loaded" in logs[1].stdout and "data saved" not in logs[1].stdout
