@@ -212,17 +212,22 @@ class Registry:
         """What a structure's plan binds for its leaves of ``type(x)``: the plan kept for the
         type (its fast form made now), or, where plans depend on each value (a device move, a
         stream, an owner decided per value), a call planning each value."""
-        self.plan_for(x, target, device, copy, stream)  # raises for a leaf that cannot convert
-        if stream is not None:
-            return lambda v: self.plan_for(v, target, device, copy, stream)(v)
-        if device is None and copy is None:
-            kept = self.plans.get(target, {}).get(type(x))
-        else:
-            kept = self.other.get((type(x), target, device, copy))
-        if kept is None:  # not kept: planned per value
-            return lambda v: self.convert(v, target, device=device, copy=copy)
+        kept = self._kept_plan(type(x), target, device, copy) if stream is None else None
+        if kept is None:
+            self.plan_for(x, target, device, copy, stream)  # raises for a leaf that cannot go
+            if stream is not None:
+                return lambda v: self.plan_for(v, target, device, copy, stream)(v)
+            kept = self._kept_plan(type(x), target, device, copy)
+            if kept is None:  # not kept: planned per value
+                return lambda v: self.convert(v, target, device=device, copy=copy)
         settle = getattr(kept, "settle", None)
         return settle() if settle is not None else kept
+
+    def _kept_plan(self, tp: type, target: str, device: Any, copy: bool | None
+                   ) -> Convert | None:
+        if device is None and copy is None:
+            return self.plans.get(target, {}).get(tp)
+        return self.other.get((tp, target, device, copy))
 
     def _table_plan(self, adapter: TableAdapter, x: Any, target: str, tgt: str, device: Any,
                     copy: bool | None, options: dict[str, Any] | None) -> Convert:

@@ -125,13 +125,17 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
     made = reg.structures.setdefault((type(x), target, device, copy, mode), [])
 
     def convert(y: Any) -> Any:
-        for i, run in enumerate(made):
+        if made:
+            try:
+                return made[0](y)  # the structure seen last
+            except Mismatch:  # another structure
+                pass
+        for i, run in enumerate(made[1:], 1):
             try:
                 out = run(y)
             except Mismatch:
                 continue
-            if i:
-                made.insert(0, made.pop(i))
+            made.insert(0, made.pop(i))
             return out
         run = make(y)
         made.insert(0, run)
