@@ -6,8 +6,9 @@ the fastest hand-written loop of native zero-copy calls over the same leaves
 (``{k: t.numpy() for k, t in state.items()}``; for JAX each spelling below is timed and the
 fastest kept), and the same weights nested (``{"layers": [{"w": .., "b": ..}, ...]}``) against
 a nested comprehension; beside them, the same leaves each converted by its own
-``to_framework`` call (what the leaves' own plans cost, without the structure's). A 3-leaf batch (``image``, ``label``, ``mask``) against its three
-leaves' own ``to_framework`` calls (the budget: 1 us over them) and the native calls.
+``to_framework`` call (what the leaves' own plans cost, without the structure's). A 3-leaf
+batch (``image``, ``label``, ``mask``) against its three leaves' own ``to_framework`` calls
+(the budget: 1 us over them) and the native calls.
 
 Every contender is timed in interleaved rounds (``benchmarks.interleaved``); ratios and
 differences are medians of the per-round values, so drift between rounds cancels.
@@ -53,7 +54,7 @@ def _weights(quick: bool, target: str, env: dict[str, Any]) -> dict[str, Any]:
     """The 1,000-leaf state (flat, as torch gives it, and nested) to ``target``."""
     import interop
 
-    state, nested = env["state"], env["nested"]
+    state = env["state"]
     leaf = "t.numpy()" if target == "numpy" else None
     if leaf is None:
         flat = [f"{{k: {s} for k, t in state.items()}}" for s in JAX_SPELLINGS]
