@@ -228,12 +228,13 @@ def test_leaves_of_a_registered_framework_are_leaves_by_ownership():
             self.a = a
 
     reg = build()
-    reg.add(ArrayAdapter(name="box", is_value=lambda v: isinstance(v, Box),
+    reg.add(ArrayAdapter(name="box", is_value=lambda v: isinstance(v, Box | tuple),
                          to_numpy=lambda b: b.a,
                          edges=lambda: [Edge("box", "numpy", "Box.a", fixed(lambda b: b.a))]))
     a = aligned(np.arange(3.0))
-    out = reg.convert((Box(a), [Box(a)]), "torch")
+    out = reg.convert([Box(a), [Box(a)]], "torch")
     assert out[0].data_ptr() == a.ctypes.data and out[1][0].data_ptr() == a.ctypes.data
+    assert reg.owner((a,)) == "box"  # registered after the structures, detected before them
 
 
 def test_results_keep_sources_alive():

@@ -56,6 +56,9 @@ class Registry:
         """Register a framework (its names and its edges) or a kind of table."""
         with self._lock:
             self.adapters[adapter.name] = adapter
+            for name in [n for n, a in self.adapters.items()
+                         if isinstance(a, StructureAdapter) and a is not adapter]:
+                self.adapters[name] = self.adapters.pop(name)  # structures are detected last
             for n in (adapter.name, *adapter.aliases):
                 self._names[n.lower()] = adapter.name
             if isinstance(adapter, ArrayAdapter):
