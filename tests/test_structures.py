@@ -246,3 +246,20 @@ def test_results_keep_sources_alive():
     del a
     gc.collect()
     assert ref() is not None and out["a"][0][999] == 999.0
+
+
+def test_import_and_a_first_array_call_load_no_pytree_library():
+    """``import interop`` and an array's first conversion import neither optree nor JAX's or
+    torch's pytree modules; the first structure loads optree (and only optree)."""
+    from helpers import run_child
+
+    libs = ("optree", "jax", "torch", "torch.utils._pytree", "jax.tree_util")
+    code = ("import sys, numpy as np, interop; "
+            f"print([m for m in {libs!r} if m in sys.modules]); "
+            "interop.to_framework(np.arange(3.0), 'numpy'); "
+            f"print([m for m in {libs!r} if m in sys.modules]); "
+            "out = interop.to_framework({'a': [np.arange(3.0)]}, 'numpy'); "
+            f"print([m for m in {libs!r} if m in sys.modules])")
+    out = run_child(code, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "[]", "['optree']"], out.stdout

@@ -284,16 +284,18 @@ class Registry:
 
 
 def _no_options(src: str, options: dict[str, Any]) -> InteropError:
-    from .names import CALL_OPTIONS, TABLE_OPTIONS, did_you_mean
+    from .names import CALL_OPTIONS, STRUCTURE_OPTIONS, TABLE_OPTIONS, did_you_mean
 
-    unknown = sorted(o for o in options if o not in TABLE_OPTIONS)
+    known = TABLE_OPTIONS + STRUCTURE_OPTIONS
+    unknown = sorted(o for o in options if o not in known)
     if unknown:
         return InteropError(
-            f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], CALL_OPTIONS + TABLE_OPTIONS)}"
-            f"; known: {', '.join(o + '=' for o in CALL_OPTIONS)} and, for tables and "
-            f"dataframes, {', '.join(o + '=' for o in TABLE_OPTIONS)}")
-    return InteropError(f"options {sorted(options)} apply to tables and dataframes, not to a "
-                        f"{src} value")
+            f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], CALL_OPTIONS + known)}"
+            f"; known: {', '.join(o + '=' for o in CALL_OPTIONS)}, for tables and "
+            f"dataframes {', '.join(o + '=' for o in TABLE_OPTIONS)}, and for dicts and other "
+            f"structures {', '.join(o + '=' for o in STRUCTURE_OPTIONS)}")
+    return InteropError(f"options {sorted(options)} apply to tables, dataframes and "
+                        f"structures, not to a {src} value")
 
 
 def _converter(reg: Registry) -> Callable[..., Any]:
