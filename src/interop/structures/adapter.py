@@ -13,6 +13,7 @@ any dict with ``structure="tree"``: each leaf converted on its own, the same key
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,8 @@ KEEP = 4
 """Plans kept per (root type, target, device, copy): the structures last seen, newest first."""
 
 Convert = Callable[[Any], Any]
+_LOCK = threading.RLock()
+"""Guards the reordering of the kept plans (the structure seen last is tried first)."""
 
 
 def structure_mode(options: dict[str, Any]) -> str | None:
@@ -130,16 +133,17 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
                 return made[0](y)  # the structure seen last
             except Mismatch:  # another structure
                 pass
-        for i, run in enumerate(made[1:], 1):
-            try:
-                out = run(y)
-            except Mismatch:
-                continue
-            made.insert(0, made.pop(i))
-            return out
-        run = make(y)
-        made.insert(0, run)
-        del made[KEEP:]
+        with _LOCK:
+            for i, run in enumerate(made[1:], 1):
+                try:
+                    out = run(y)
+                except Mismatch:
+                    continue
+                made.insert(0, made.pop(i))
+                return out
+            run = make(y)
+            made.insert(0, run)
+            del made[KEEP:]
         return run(y)
 
     return convert

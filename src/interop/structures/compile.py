@@ -18,7 +18,7 @@ from typing import Any
 from .. import narrowing
 from ..errors import InteropError
 from .nodes import DICT, GENERIC, LIST, NAMEDTUPLE, TUPLE
-from .walk import Kept, Leaf, Tree, Walked
+from .walk import Kept, Leaf, Tree
 
 Convert = Callable[[Any], Any]
 
@@ -218,8 +218,3 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:
         return False
-
-
-def count(w: Walked) -> int:
-    """The number of leaves (array or kept) of a walked structure."""
-    return sum(count(c) for c in w.children) if isinstance(w, Tree) else 1
