@@ -309,7 +309,9 @@ def _converter(reg: Registry) -> Callable[..., Any]:
         :class:`~interop.errors.ZeroCopyError` instead, ``copy=True`` always returns a fresh
         buffer. ``device=None`` keeps the data where it is; ``stream`` orders GPU work.
         ``options`` (``nulls=``, ``fill_value=``, ``columns=``) apply to tables and
-        dataframes.
+        dataframes. A structure (nested dicts, lists, tuples, pytrees) comes back the same
+        with each array leaf converted; ``structure="tree"`` or ``"table"`` says how to read
+        a flat dict of arrays (:mod:`interop.structures.adapter`).
         """
         if device is None and copy is None and stream is None and not options:
             try:
