@@ -217,6 +217,7 @@ def test_a_flat_dict_is_a_table_where_the_target_expects_one():
         interop.to_framework({"x": x}, "torch", structure="rows")
     with pytest.raises(InteropError, match="apply to tables"):
         interop.to_framework({"x": [x]}, "torch", nulls="mask")
+    assert not interop.can_convert({"x": [x]}, "torch", nulls="mask")
 
 
 def test_leaves_of_a_registered_framework_are_leaves_by_ownership():
