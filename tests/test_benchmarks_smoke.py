@@ -67,7 +67,7 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
             assert all(len(m["us"]) == len(pool["sizes"]) for m in modes.values()), modes
         assert set(pool["pipeline"]["modes"]) == {"own", "pool", "pool_async", "cached_pool"}
         assert all("held_mib" in m for m in pool["pipeline"]["modes"].values())
-    assert len(data["bars"]) == 5
+    assert len(data["bars"]) == 7  # the five of issue 6 and the two of structures (issue 30)
     first = data["import_time"]["first_call"]  # import + first call vs the native first call
     assert set(first["pairs"]) >= {"numpy->torch", "numpy->jax", "pandas->torch"}
     for v in first["pairs"].values():
