@@ -264,3 +264,20 @@ def test_import_and_a_first_array_call_load_no_pytree_library():
     out = run_child(code, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "[]", "['optree']"], out.stdout
+
+
+def test_stream_applies_to_every_leaf_and_its_error_names_the_leaf():
+    t = torch.arange(3.0)
+    with pytest.raises(InteropError, match=r"leaf \['a'\]\[0\].*stream"):
+        interop.to_framework({"a": [t]}, "torch", stream=1)
+
+
+@pytest.mark.gpu
+def test_a_tuple_of_device_arrays_to_torch_zero_copy_per_leaf():
+    cupy = pytest.importorskip("cupy")
+    a, b = cupy.arange(4, dtype=cupy.float32), cupy.ones((2, 3), dtype=cupy.float32)
+    out = interop.to_framework((a, {"b": b}), "torch")
+    assert out[0].is_cuda and out[0].data_ptr() == a.data.ptr
+    assert out[1]["b"].data_ptr() == b.data.ptr
+    a[0] = 9.0  # one buffer: torch reads the write
+    assert out[0][0].item() == 9.0
