@@ -79,6 +79,8 @@ def _weights(quick: bool, target: str, env: dict[str, Any]) -> dict[str, Any]:
             "zero_copy": zero_copy,
             "ms": {k: summary(v, 1e3) for k, v in samples.items()},
             "ratio": ratio, "over_native_us_per_leaf": diff / len(state),
+            "ratio_of_medians": (statistics.median(samples["interop"])
+                                 / statistics.median(samples["native"])),
             "ratio_nested": nratio, "leaves_ratio": lratio, "pass": ratio <= LEAVES_BAR}
 
 
