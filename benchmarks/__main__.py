@@ -1,7 +1,7 @@
 """``python -m benchmarks [--quick] [--only a,b] [--out DIR] [--machine NAME]``.
 
-Runs every benchmark (dispatch, sizes, tables, structures, aos_soa, import_time, gpu, pool)
-and writes
+Runs every benchmark (dispatch, sizes, tables, structures, aos_soa, import_time, gpu, pool,
+dali) and writes
 ``<out>/<machine>.json``, ``<out>/<machine>.md`` and PNG plots (default out:
 ``benchmarks/results``). ``--quick`` uses tiny sizes and few repetitions (a smoke run).
 """
@@ -21,7 +21,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-SECTIONS = ("import_time", "dispatch", "sizes", "tables", "structures", "aos_soa", "gpu", "pool")
+SECTIONS = ("import_time", "dispatch", "sizes", "tables", "structures", "aos_soa", "gpu", "pool",
+            "dali")
 HERE = Path(__file__).resolve().parent
 
 
@@ -42,7 +43,7 @@ def machine_name() -> str:
 def _versions() -> dict[str, str]:
     out = {}
     for pkg in ("interop", "numpy", "torch", "jax", "pyarrow", "pandas", "polars", "cupy",
-                "rmm-cu12", "numba-cuda"):
+                "rmm-cu12", "numba-cuda", "nvidia-dali-cuda120"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -1,15 +1,20 @@
 """The GPU pool, side by side in one run: what an allocation costs and what a pipeline holds.
 
-Per framework (CuPy, PyTorch), allocate+free pairs from 4 KiB to 1 GiB with:
+Per framework (CuPy, PyTorch, Numba, JAX), allocate+free pairs from 4 KiB to 1 GiB with:
 
-* ``own``          the framework's own caching allocator (CuPy's MemoryPool, torch's allocator)
-* ``pool``         ``use_rmm_pool()``: RMM's pool under a statistics adaptor (the default)
-* ``pool_async``   ``use_rmm_pool(backend="async")``: a cudaMallocAsync pool, no adaptor
-* ``cached_pool``  the framework's own cache *on top of* the pool (CuPy:
+* ``own``          the framework's own default allocator (CuPy's MemoryPool, torch's caching
+                   allocator, Numba's memory manager, XLA's BFC allocator)
+* ``pool``         ``use_rmm_pool()``: RMM's pool under a statistics adaptor (the default);
+                   JAX cannot be routed there: XLA's BFC beside it, not preallocating
+* ``shared``       ``use_rmm_pool(backend="async")``: the device's default CUDA pool, torch
+                   (``cudaMallocAsync``), JAX (``cuda_async``) and CuPy (``MemoryAsyncPool``)
+                   natively, Numba through RMM's view of it
+* ``cached_pool``  (CuPy, torch) the framework's own cache *on top of* the pool (CuPy:
                    ``MemoryPool(allocator=rmm_cupy_allocator)``; torch: ``MemPool`` over RMM's
                    pluggable allocator in ``use_mem_pool``), to measure that option
-* ``cudaMalloc``   no cache at all (CuPy: ``set_allocator(None)``; torch:
-                   ``PYTORCH_NO_CUDA_MEMORY_CACHING=1``)
+* ``cudaMalloc``   (CuPy, torch, JAX) no cache at all (CuPy: ``set_allocator(None)``; torch:
+                   ``PYTORCH_NO_CUDA_MEMORY_CACHING=1``; JAX: ``XLA_PYTHON_CLIENT_ALLOCATOR=
+                   platform``)
 
 ``rmm_resource`` calls the RMM resources directly (pool with and without the statistics
 adaptor, the async pool, cudaMalloc) to show where the time of the pool path goes.
@@ -36,9 +41,15 @@ GPU_ONLY = True
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 SIZES = tuple(4 * KiB << (2 * k) for k in range(10))  # 4 KiB, 16 KiB, ..., 1 GiB
 QUICK_SIZES = (4 * KiB, 1 * MiB)
-FRAMEWORK_MODES = ("own", "pool", "pool_async", "cached_pool", "cudaMalloc")
-PIPELINE_MODES = ("own", "pool", "pool_async", "cached_pool")
-FRAMEWORKS = ("cupy", "torch")
+FRAMEWORK_MODES = {
+    "cupy": ("own", "pool", "shared", "cached_pool", "cudaMalloc"),
+    "torch": ("own", "pool", "shared", "cached_pool", "cudaMalloc"),
+    "numba": ("own", "pool", "shared"),  # Numba's own manager already calls cuMemAlloc
+    "jax": ("own", "pool", "shared", "cudaMalloc"),
+}
+PIPELINE_MODES = ("own", "pool", "shared", "cached_pool")
+FRAMEWORKS = tuple(FRAMEWORK_MODES)
+BACKENDS = {"pool": "pool", "shared": "async"}  # mode -> use_rmm_pool(backend=...)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -53,16 +64,22 @@ def _pool_size(sizes: list[int]) -> int:
     return 2 * max(sizes)
 
 
+def _routed(mode: str, sizes: list[int], framework: str) -> None:
+    """``use_rmm_pool()`` for *framework* in a pool mode, before the framework starts."""
+    import mempool
+
+    if mode in BACKENDS:
+        mempool.use_rmm_pool(_pool_size(sizes), frameworks=[framework], backend=BACKENDS[mode])
+
+
 def _cupy_setup(mode: str, sizes: list[int]) -> tuple[Any, Any]:
     import cupy
 
     import mempool
 
+    _routed(mode, sizes, "cupy")
     if mode == "cudaMalloc":
         cupy.cuda.set_allocator(None)
-    elif mode in ("pool", "pool_async"):
-        backend = "async" if mode == "pool_async" else "pool"
-        mempool.use_rmm_pool(_pool_size(sizes), frameworks=["cupy"], backend=backend)
     elif mode == "cached_pool":
         from rmm.allocators.cupy import rmm_cupy_allocator
 
@@ -76,16 +93,14 @@ def _cupy_setup(mode: str, sizes: list[int]) -> tuple[Any, Any]:
 
 
 def _torch_setup(mode: str, sizes: list[int]) -> tuple[Any, Any]:
-    if mode == "cudaMalloc":
-        os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # read when CUDA initialises
-    import torch
-
     import mempool
 
-    if mode in ("pool", "pool_async"):
-        backend = "async" if mode == "pool_async" else "pool"
-        mempool.use_rmm_pool(_pool_size(sizes), frameworks=["torch"], backend=backend)
-    elif mode == "cached_pool":
+    if mode == "cudaMalloc":
+        os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # read when CUDA initialises
+    _routed(mode, sizes, "torch")  # before import torch: "shared" picks its backend there
+    import torch
+
+    if mode == "cached_pool":
         from rmm.allocators.torch import rmm_torch_allocator
 
         mempool.use_rmm_pool(_pool_size(sizes), frameworks=[])
@@ -97,6 +112,36 @@ def _torch_setup(mode: str, sizes: list[int]) -> tuple[Any, Any]:
         return torch.empty(n, dtype=torch.uint8, device="cuda")
 
     return alloc, torch.cuda.synchronize
+
+
+def _numba_setup(mode: str, sizes: list[int]) -> tuple[Any, Any]:
+    _routed(mode, sizes, "numba")  # before Numba's context binds its memory manager
+    import numpy as np
+    from numba import cuda
+
+    def alloc(n: int) -> Any:
+        return cuda.device_array(n, dtype=np.uint8)
+
+    return alloc, cuda.synchronize
+
+
+def _jax_setup(mode: str, sizes: list[int]) -> tuple[Any, Any]:
+    if mode == "cudaMalloc":
+        os.environ["XLA_PYTHON_CLIENT_ALLOCATOR"] = "platform"  # read when JAX starts
+    _routed(mode, sizes, "jax")  # before JAX's backend starts
+    import jax
+    import jax.numpy as jnp
+
+    def alloc(n: int) -> Any:  # a fill kernel too: the same in every mode
+        return jnp.zeros((n,), jnp.uint8)
+
+    def synchronize() -> None:  # one compute stream: the last op done means all are
+        jax.block_until_ready(jnp.zeros((1,), jnp.uint8))
+
+    return alloc, synchronize
+
+
+SETUPS = {"cupy": _cupy_setup, "torch": _torch_setup, "numba": _numba_setup, "jax": _jax_setup}
 
 
 def _time_pairs(alloc: Any, synchronize: Any, nbytes: int, n: int) -> float:
@@ -116,8 +161,7 @@ def _time_pairs(alloc: Any, synchronize: Any, nbytes: int, n: int) -> float:
 
 def child_framework(framework: str, mode: str, sizes: list[int], quick: bool) -> dict[str, Any]:
     """Allocate+free timings of one framework in one mode, per size (us per pair)."""
-    setup = _cupy_setup if framework == "cupy" else _torch_setup
-    alloc, synchronize = setup(mode, sizes)
+    alloc, synchronize = SETUPS[framework](mode, sizes)
     return {"us": [_time_pairs(alloc, synchronize, s, _iterations(s, quick)) for s in sizes]}
 
 
@@ -142,7 +186,7 @@ def child_rmm_resource(sizes: list[int], quick: bool) -> dict[str, Any]:
         rows["pool+statistics"] = pairs(pool.resource())
         rows["pool"] = pairs(pool.stacks[0].pool)
     with mempool.rmm_pool(_pool_size(sizes), frameworks=[], backend="async") as pool:
-        rows["async"] = pairs(pool.resource())
+        rows["default pool view"] = pairs(pool.resource())
     return {"us": rows}
 
 
@@ -164,7 +208,6 @@ def child_pipeline(mode: str, nbytes: int) -> dict[str, Any]:
     import gc
 
     import cupy
-    import torch
 
     import mempool
 
@@ -174,10 +217,12 @@ def child_pipeline(mode: str, nbytes: int) -> dict[str, Any]:
 
     base = used()
     pool = None
-    if mode in ("pool", "pool_async"):
-        backend = "async" if mode == "pool_async" else "pool"
-        pool = mempool.use_rmm_pool("256MiB", frameworks=["cupy", "torch"], backend=backend)
-    elif mode == "cached_pool":
+    if mode in BACKENDS:  # before import torch: "shared" picks torch's backend there
+        pool = mempool.use_rmm_pool("256MiB", frameworks=["cupy", "torch"],
+                                    backend=BACKENDS[mode])
+    import torch
+
+    if mode == "cached_pool":
         from rmm.allocators.cupy import rmm_cupy_allocator
         from rmm.allocators.torch import rmm_torch_allocator
 
@@ -243,7 +288,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"skipped": False, "sizes": sizes, "frameworks": {}}
     for framework in FRAMEWORKS:
         modes = {m: _spawn("framework", framework, m, json.dumps(sizes), q)
-                 for m in FRAMEWORK_MODES}
+                 for m in FRAMEWORK_MODES[framework]}
         out["frameworks"][framework] = {"modes": modes, "ratios": _ratios(modes)}
     out["rmm_resource"] = _spawn("rmm", json.dumps(sizes), q)
     nbytes = 256 * MiB if quick else 2 * GiB
@@ -259,12 +304,13 @@ def _ratios(modes: dict[str, dict[str, Any]]) -> dict[str, list[float] | None]:
 
     own, cuda = us("own"), us("cudaMalloc")
     ratios: dict[str, list[float] | None] = {}
-    for mode in ("pool", "pool_async", "cached_pool"):
+    for mode in [m for m in modes if m not in ("own", "cudaMalloc")]:
         t = us(mode)
         ratios[f"{mode}/own"] = None if t is None or own is None else [
             a / b for a, b in zip(t, own, strict=True)]
-        ratios[f"cudaMalloc/{mode}"] = None if t is None or cuda is None else [
-            c / a for c, a in zip(cuda, t, strict=True)]
+        if "cudaMalloc" in modes:
+            ratios[f"cudaMalloc/{mode}"] = None if t is None or cuda is None else [
+                c / a for c, a in zip(cuda, t, strict=True)]
     return ratios
 
 
@@ -273,16 +319,18 @@ def markdown(result: dict[str, Any]) -> list[str]:
     lines = ["", "## 7. GPU pool", ""]
     if result.get("skipped"):
         return lines + [f"Skipped: {result['reason']}."]
-    head = "| size | " + " | ".join(FRAMEWORK_MODES) + " | pool/own | async/own | cached/own |"
     for framework, data in result["frameworks"].items():
+        modes = list(data["modes"])
+        keys = [k for k in data["ratios"] if k.endswith("/own")]
+        head = "| size | " + " | ".join(modes + keys) + " |"
         lines += ["", f"{framework}: us per allocate+free pair (median of 5 rounds)", "", head,
-                  "|---" * (len(FRAMEWORK_MODES) + 4) + "|"]
+                  "|---" * (len(modes) + len(keys) + 1) + "|"]
         for i, size in enumerate(result["sizes"]):
             cells = []
-            for mode in FRAMEWORK_MODES:
+            for mode in modes:
                 row = data["modes"][mode]
                 cells.append(f"{row['us'][i]:.1f}" if "us" in row else "error")
-            for key in ("pool/own", "pool_async/own", "cached_pool/own"):
+            for key in keys:
                 r = data["ratios"][key]
                 cells.append("" if r is None else f"{r[i]:.2f}")
             lines.append(f"| {_size(size)} | " + " | ".join(cells) + " |")

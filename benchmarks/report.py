@@ -231,6 +231,12 @@ def markdown(results: dict[str, Any]) -> str:
 
         lines += pool_markdown(p) if "error" not in p else ["", "## 7. GPU pool", "",
                                                             f"Error: {p['error']}"]
+    dl = results.get("dali")
+    if dl:
+        from .dali import markdown as dali_markdown
+
+        lines += dali_markdown(dl) if "error" not in dl else ["", "## 8. DALI", "",
+                                                              f"Error: {dl['error']}"]
     if results.get("profile"):
         lines += ["", "## Profile", "", results["profile"]]
     return "\n".join(lines) + "\n"

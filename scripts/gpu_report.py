@@ -61,18 +61,22 @@ def _nvidia_smi() -> dict[str, Any]:
     return {"gpus": gpus, "cuda": cuda}
 
 
+PROBES = {
+    "torch": "import torch; print(torch.__version__, torch.version.cuda, "
+             "torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')",
+    "jax": "import jax; print(jax.devices())",
+    "cupy": "import cupy; print(cupy.cuda.runtime.getDeviceProperties(0)['name'].decode())",
+    "numba": "from numba import cuda; n = cuda.get_current_device().name; "
+             "print(n.decode() if isinstance(n, bytes) else n)",  # str in numba-cuda 0.30
+    "rmm": "import rmm; print(rmm.__version__)",
+}
+"""What each GPU framework is asked for its device (run in a child interpreter each)."""
+
+
 def _devices() -> dict[str, str]:
     """What each installed GPU framework reports as its device (an error says why not)."""
     out = {}
-    probes = {
-        "torch": "import torch; print(torch.__version__, torch.version.cuda, "
-                 "torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')",
-        "jax": "import jax; print(jax.devices())",
-        "cupy": "import cupy; print(cupy.cuda.runtime.getDeviceProperties(0)['name'].decode())",
-        "numba": "from numba import cuda; print(cuda.get_current_device().name.decode())",
-        "rmm": "import rmm; print(rmm.__version__)",
-    }
-    for name, code in probes.items():
+    for name, code in PROBES.items():
         if version(name) is None:
             continue
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

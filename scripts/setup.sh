@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs interop with everything its tests and demo use.
 # torch is pinned to the CPU build this machine carries; the package itself does not pin it.
-# tensorflow-cpu and paddlepaddle are pinned too; their tests run in their own pytest processes.
+# tensorflow-cpu, paddlepaddle and nvidia-dali-cuda120 are pinned too; their tests run in their
+# own pytest processes.
 #
 # One progress line per step; a step's own output (pip's, and the log lines TensorFlow,
 # absl and paddle print on import) is shown only when that step fails.
@@ -39,9 +40,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   # tests/test_tensorflow.py, tests/test_paddle.py were probed against (not in [all]).
   step "installing tensorflow-cpu 2.21.0 and paddlepaddle 3.3.1" \
     pip_install "tensorflow-cpu==2.21.0" "paddlepaddle==3.3.1"
+  # NVIDIA DALI (CUDA 12 build; its CPU pipelines need no GPU): pinned to the version
+  # tests/test_dali.py was probed against (not in [all]: a 424 MB wheel).
+  step "installing nvidia-dali-cuda120 2.4.0" pip_install "nvidia-dali-cuda120==2.4.0"
   # The CUDA 12 GPU packages import on a CPU machine, for the detection and error tests; not
   # the gpu-cu12 extra itself, whose numba-cuda[cu12] pulls the CUDA toolkit wheels.
-  step "installing interop[all,test] and the CUDA 12 GPU packages" pip_install -e ".[all,test]" \
+  step "installing interop-mempool[all,test] and the CUDA 12 GPU packages" pip_install -e ".[all,test]" \
     "cupy-cuda12x>=13" "rmm-cu12>=24.10" "numba-cuda>=0.20"
   # paddle before tensorflow: importing paddle after tensorflow segfaults (both bundle
   # protobuf). Their import-time log lines are not ours: quietened here, shown on failure.

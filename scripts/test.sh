@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The test command: set up .venv, lint, run the whole suite. Zero tests collected is a failure.
 #
-# Three pytest processes: the core suite (-m "not tensorflow and not paddle"; it never imports
-# either), then the TensorFlow suite (-m tensorflow) and the PaddlePaddle suite (-m paddle),
-# each in its own process (importing paddle after tensorflow segfaults, and TensorFlow's
-# kernels abort the interpreter on misaligned buffers: a crash there must not take the core
-# results with it). Every run must pass. Arguments go to every run; a -m EXPR given here is
+# Four pytest processes: the core suite (-m "not tensorflow and not paddle and not dali"; it
+# never imports any of them), then the TensorFlow suite (-m tensorflow), the PaddlePaddle suite
+# (-m paddle) and the NVIDIA DALI suite (-m dali), each in its own process (importing paddle
+# after tensorflow segfaults, and TensorFlow's kernels abort the interpreter on misaligned
+# buffers: a crash there must not take the core results with it; DALI loads its own CUDA
+# libraries and worker threads). Every run must pass. Arguments go to every run; a -m EXPR given here is
 # combined with each run's own marker expression. With no arguments (CI), a run that collects
 # no tests fails; with arguments that select tests (paths, -k, -m), a run the selection leaves
-# empty is reported and skipped, but all three runs empty is still a failure.
+# empty is reported and skipped, but all four runs empty is still a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh || exit 1
@@ -48,9 +49,10 @@ run() {  # run NAME MARKER-EXPRESSION
   [ "$rc" -ne 0 ] && { echo "=== $name: failed (exit $rc)" >&2; status=1; }
 }
 
-run core "not tensorflow and not paddle"
+run core "not tensorflow and not paddle and not dali"
 run tensorflow "tensorflow"
 run paddle "paddle"
+run dali "dali"
 if [ "$collected" -eq 0 ]; then
   echo "no run collected any test: that is a failure" >&2
   exit 1

@@ -61,11 +61,15 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     if pool["skipped"]:
         assert pool["reason"].startswith("no CUDA device") and "Skipped: no CUDA" in report
     else:
-        for framework in ("cupy", "torch"):
+        expected = {"cupy": {"own", "pool", "shared", "cached_pool", "cudaMalloc"},
+                    "torch": {"own", "pool", "shared", "cached_pool", "cudaMalloc"},
+                    "numba": {"own", "pool", "shared"},
+                    "jax": {"own", "pool", "shared", "cudaMalloc"}}
+        for framework, names in expected.items():
             modes = pool["frameworks"][framework]["modes"]
-            assert set(modes) == {"own", "pool", "pool_async", "cached_pool", "cudaMalloc"}
+            assert set(modes) == names
             assert all(len(m["us"]) == len(pool["sizes"]) for m in modes.values()), modes
-        assert set(pool["pipeline"]["modes"]) == {"own", "pool", "pool_async", "cached_pool"}
+        assert set(pool["pipeline"]["modes"]) == {"own", "pool", "shared", "cached_pool"}
         assert all("held_mib" in m for m in pool["pipeline"]["modes"].values())
     assert len(data["bars"]) == 7  # the five of issue 6 and the two of structures (issue 30)
     first = data["import_time"]["first_call"]  # import + first call vs the native first call
@@ -82,11 +86,11 @@ def test_pool_section_renders_every_mode_and_ratio() -> None:
     from benchmarks import pool
 
     # The shape run() returns on a GPU (stand-in numbers: no GPU here), two sizes.
-    us = {"own": [4.0, 5.0], "pool": [10.0, 12.0], "pool_async": [6.0, 5.0],
+    us = {"own": [4.0, 5.0], "pool": [10.0, 12.0], "shared": [6.0, 5.0],
           "cached_pool": [4.4, 5.5], "cudaMalloc": [80.0, 120.0]}
     modes = {m: {"us": v} for m, v in us.items()}
     ratios = pool._ratios(modes)
-    assert ratios["pool/own"] == [2.5, 2.4] and ratios["cudaMalloc/pool_async"] == [
+    assert ratios["pool/own"] == [2.5, 2.4] and ratios["cudaMalloc/shared"] == [
         80.0 / 6.0, 24.0]
     result = {"skipped": False, "sizes": [4096, 1 << 30],
               "frameworks": {"cupy": {"modes": modes, "ratios": ratios}},
@@ -96,7 +100,12 @@ def test_pool_section_renders_every_mode_and_ratio() -> None:
                   "pool": {"held_mib": 2304.0, "alive_mib": 2048.0, "pool_mib": 2304.0,
                            "peak_mib": 2048.0}}}}
     text = "\n".join(pool.markdown(result))
+    assert ("| size | own | pool | shared | cached_pool | cudaMalloc | pool/own | shared/own | "
+            "cached_pool/own |") in text
     assert "| 4 KiB | 4.0 | 10.0 | 6.0 | 4.4 | 80.0 | 2.50 | 1.50 | 1.10 |" in text
+    numba = {m: {"us": [9.0, 90.0]} for m in ("own", "pool")} | {"shared": {"us": [4.5, 9.0]}}
+    ratios = pool._ratios(numba)  # no cudaMalloc mode: no cudaMalloc ratios
+    assert ratios == {"pool/own": [1.0, 1.0], "shared/own": [0.5, 0.1]}
     assert "| 1 GiB | 900.0 | 7.5 |" in text
     assert "| own | 4096 |  |  |" in text and "| pool | 2304 | 2304 | 2048 |" in text
     assert pool.markdown({"skipped": True, "reason": "no CUDA device: x"})[-1] == (

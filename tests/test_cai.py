@@ -54,7 +54,7 @@ def test_missing_required_key_is_named(key):
     ({"strides": [12, 4]}, "strides"),
     ({"version": 4}, "version"),
     ({"version": "3"}, "version"),
-    ({"stream": 0}, "stream"),
+    ({"stream": -1}, "stream"),
     ({"stream": "1"}, "stream"),
     ({"descr": "nope"}, "descr"),
 ])

@@ -13,9 +13,11 @@ pytest.importorskip("jax")
 pytest.importorskip("pyarrow")
 
 
-# TensorFlow and PaddlePaddle are probed by their own suites (tests/test_tensorflow.py and
-# tests/test_paddle.py, each in its own pytest process): the core run never imports them.
+# TensorFlow, PaddlePaddle and DALI are probed by their own suites (tests/test_tensorflow.py,
+# tests/test_paddle.py, tests/test_dali.py, each in its own pytest process): the core run never
+# imports them (the doctor has no DALI pitfall to skip).
 SKIP = ("--skip", "tensorflow,paddle")
+TABLE_SKIP = ("--skip", "tensorflow,paddle,dali")
 
 
 def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -25,7 +27,7 @@ def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def table() -> dict:
-    r = run("table", "--json", *SKIP)
+    r = run("table", "--json", *TABLE_SKIP)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -119,7 +121,7 @@ def test_skip_leaves_tensorflow_and_paddle_out(table, doctor):
     pits = [p for p in doctor["pitfalls"] if p["id"].startswith(("tensorflow", "paddle"))]
     assert pits and all(p["state"] == "skipped" for p in pits), pits
     r = run("table", "--skip", "numpy")
-    assert r.returncode == 2 and "--skip takes tensorflow, paddle" in r.stderr
+    assert r.returncode == 2 and "--skip takes tensorflow, paddle, dali" in r.stderr
 
 
 def test_doctor_text_is_readable(doctor):

@@ -151,6 +151,35 @@ def test_device_of_unknown_code_and_missing():
     assert dlpack.device_of(_Dev((1, 0))) == (1, 0)
 
 
+class _PybindEnum:
+    """A device type as a pybind11 enum is (DALI's ``DLDeviceType``): not an ``int`` subclass,
+    but ``__index__``, ``__int__``, ``.value``, and equal (and hashed) as its integer."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+    __int__ = __index__
+
+    def __eq__(self, other):
+        try:
+            return self.value == int(other)
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+def test_device_of_reads_an_enum_as_the_frameworks_do():
+    assert dlpack.device_of(_Dev((_PybindEnum(1), 0))) == (1, 0)
+    assert dlpack.device_of(_Dev((Device.CUDA, _PybindEnum(3)))) == (2, 3)
+    with pytest.raises(ProtocolError, match="unknown device 42"):
+        dlpack.device_of(_Dev((_PybindEnum(42), 0)))
+
+
 # ---- export: version negotiation --------------------------------------------------------
 
 class Modern:
@@ -252,6 +281,27 @@ def test_generic_producers_convert_zero_copy(cls):
         assert data_pointer(out) == data_pointer(a), target
         np.testing.assert_array_equal(np.asarray(out), a)
     a[0] = 42  # a write through the source, read through each result's own API
+    for target, out in outs.items():
+        assert np.asarray(as_numpy(out))[0] == 42, target
+
+
+class EnumDevice(Legacy):
+    """A legacy producer whose ``__dlpack_device__`` gives a pybind11-style enum, as DALI's
+    ``TensorCPU`` does: NumPy, torch and JAX read it, and so does interop."""
+
+    def __dlpack_device__(self):
+        return (_PybindEnum(1), 0)
+
+
+def test_enum_device_type_producer_converts_zero_copy():
+    a = aligned(np.arange(6.0, dtype=np.float32))
+    p = EnumDevice(a)
+    for native in (np.from_dlpack, torch.from_dlpack, jnp.from_dlpack):  # the frameworks do
+        assert data_pointer(native(EnumDevice(a))) == data_pointer(a)
+    outs = {t: interop.to_framework(p, t) for t in ("numpy", "torch", "jax")}
+    for target, out in outs.items():
+        assert data_pointer(out) == data_pointer(a), target
+    a[0] = 42
     for target, out in outs.items():
         assert np.asarray(as_numpy(out))[0] == 42, target
 

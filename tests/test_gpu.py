@@ -113,9 +113,7 @@ def test_dtypes_round_trip(src, dtype):
     if dtype == "bfloat16":
         import ml_dtypes
 
-        values = np.arange(8).astype(ml_dtypes.bfloat16)
-        if src == "cupy":
-            pytest.skip("CuPy has no bfloat16 dtype")
+        values = np.arange(8).astype(ml_dtypes.bfloat16)  # CuPy 14 holds it (ml_dtypes)
     else:
         values = (np.arange(8) % 2).astype(dtype)
     x = _make(src, values) if dtype != "bfloat16" else _bf16(src, values)
@@ -128,6 +126,10 @@ def test_dtypes_round_trip(src, dtype):
 def _bf16(src, values):
     import torch
 
+    if src == "cupy":  # CuPy's own bfloat16 array, whose CAI typestr is <V2
+        import cupy
+
+        return cupy.asarray(values)
     t = torch.from_numpy(values.view(np.int16)).view(torch.bfloat16).cuda()
     return t if src == "torch" else interop.to_framework(t, src)
 
@@ -183,18 +185,27 @@ def test_host_to_device_is_an_explicit_copy():
     np.testing.assert_array_equal(t.cpu().numpy(), a)
 
 
-def test_stream_ordering_kernel_then_conversion():
-    """A kernel writes on a non-default stream; the consumer must see its values."""
+@pytest.mark.parametrize("tgt", ["torch", "numba"])
+def test_stream_ordering_kernel_then_conversion(tgt):
+    """Slow work on a CuPy side stream, then the conversion with the consumer's own side
+    stream (not the default one) as ``stream=``: the consumer's work on its stream sees the
+    producer's values. Without the ordering the sum runs before the additions finish."""
     import cupy
     import torch
 
-    stream = cupy.cuda.Stream(non_blocking=True)
-    with stream:
-        x = cupy.zeros(1 << 20, dtype=cupy.float32)
-        x += 1.0  # runs on `stream`
-        t = interop.to_framework(x, "torch", stream=torch.cuda.current_stream())
-    torch.cuda.synchronize()
-    assert float(t.sum()) == float(1 << 20)
+    side = cupy.cuda.Stream(non_blocking=True)
+    with side:
+        x = cupy.zeros(1 << 22, dtype=cupy.float32)
+        for _ in range(50):
+            x += 1.0  # queued on `side`
+        consumer = torch.cuda.Stream()  # a non-default stream of the consumer
+        y = interop.to_framework(x, tgt, stream=consumer)
+    if tgt == "torch":
+        with torch.cuda.stream(consumer):
+            total = float(y.sum())
+    else:  # Numba synchronised on the producer's stream itself (CAI v3)
+        total = float(y.copy_to_host().sum())
+    assert total == 50.0 * (1 << 22)
 
 
 def _jax_pointer(j) -> int:

@@ -174,3 +174,51 @@ def test_write_and_table_commands(tmp_path, logs):
     assert cells[("GPU sources", "cupy", "numpy")] == "zero-copy"
     assert cells[("Into GPU targets", "numpy", "cupy")] == "zero-copy"
     assert "Verified on GPU: probed on Stand-in GPU" in md.read_text()
+
+
+def test_on_a_gpu_host_the_cells_come_first_and_a_failed_probe_records_nothing(tmp_path):
+    """The script's steps on a GPU host, with named stand-ins for ``nvidia-smi`` (one GPU)
+    and for Python (records each call; the table probe fails): the GPU cells are probed
+    first, then the gpu-marked tests, then the rest, each under a time limit; a failed probe
+    leaves the recorded cells alone and the report is not handed stale cells."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.txt"
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: Stand-in GPU (UUID: x)'\n")
+    (bin_dir / "python-standin").write_text(
+        f"#!/bin/sh\necho \"$*\" >> {calls}\n"
+        "case \"$*\" in *--save-gpu*) exit 1 ;; esac\nexit 0\n")
+    for f in bin_dir.iterdir():
+        f.chmod(f.stat().st_mode | stat.S_IEXEC)
+    cells = ROOT / "docs" / "gpu-cells.json"
+    before = cells.read_bytes() if cells.exists() else None
+    out = tmp_path / "out"
+    r = subprocess.run(["/bin/bash", str(SCRIPT)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                            "PYTHON": str(bin_dir / "python-standin"), "OUT": str(out),
+                            "STEP_LIMIT": "30"})
+    assert (cells.read_bytes() if cells.exists() else None) == before
+    steps = [line.split("\t")[0] for line in
+             (out / "gpu-check" / "steps.tsv").read_text().splitlines()]
+    assert steps[:3] == ["table", "gpu", "core"], steps
+    assert "table-section" not in steps
+    assert not (out / "gpu-check" / "gpu-cells.json").exists()
+    pytest_calls = [c for c in calls.read_text().splitlines() if c.startswith("-m pytest")]
+    assert all("--continue-on-collection-errors" in c for c in pytest_calls), pytest_calls
+    assert r.returncode == 1  # the failed probe fails the check
+
+
+@pytest.mark.parametrize("name", ["NVIDIA H100 80GB HBM3", b"NVIDIA H100 80GB HBM3"])
+def test_report_reads_the_numba_device_name_as_str_or_bytes(monkeypatch, capsys, name):
+    """numba-cuda 0.30 gives the device name as ``str`` (older Numba: ``bytes``): the probe
+    the report runs, run here against a named stand-in ``numba`` module."""
+    import types
+
+    cuda = types.ModuleType("numba.cuda")
+    cuda.get_current_device = lambda: types.SimpleNamespace(name=name)
+    numba = types.ModuleType("numba")
+    numba.cuda = cuda
+    monkeypatch.setitem(sys.modules, "numba", numba)
+    monkeypatch.setitem(sys.modules, "numba.cuda", cuda)
+    exec(gpu_report.PROBES["numba"], {})  # noqa: S102 - the report's own probe
+    assert capsys.readouterr().out.strip() == "NVIDIA H100 80GB HBM3"

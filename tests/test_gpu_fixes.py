@@ -182,3 +182,108 @@ def test_demo_runs_on_the_gpu_end_to_end_with_zero_copy_device_handovers():
     assert hand["prediction (torch)"]["plan_zero_copy"]
     assert not hand["x1"]["zero_copy"]  # host Arrow -> a CUDA tensor is a copy, and says so
     assert all(h["ms"] >= 0 for h in hand.values())
+
+
+# ---- issue 28: what only a device shows (the logic is judged on the CPU in test_gpu_paths) --
+
+@pytest.mark.parametrize("tgt", ["cupy", "numba", "jax"])
+def test_negated_cuda_tensor_keeps_its_sign_on_every_device_target(tgt):
+    import torch
+
+    t = torch.tensor([2.0, 4.0], device="cuda")._neg_view()
+    y = interop.to_framework(t, tgt)
+    assert not interop.explain(t, tgt).zero_copy
+    np.testing.assert_array_equal(_host(y), [-2.0, -4.0])
+    c = torch.tensor([1 + 2j], device="cuda").conj()
+    np.testing.assert_array_equal(_host(interop.to_framework(c, tgt)), [1 - 2j])
+
+
+def test_numba_array_on_the_default_stream_and_from_cupy_into_torch():
+    import cupy
+    from numba import cuda
+
+    a = cupy.arange(8, dtype=cupy.float32)
+    from_cupy = cuda.as_cuda_array(a)  # re-exports CuPy's "stream": 1
+    on_default = cuda.to_device(np.arange(8, dtype=np.float32), stream=cuda.default_stream())
+    assert on_default.__cuda_array_interface__["stream"] == 0  # what numba-cuda 0.30 exports
+    for d in (from_cupy, on_default):
+        t = interop.to_framework(d, "torch")
+        assert t.data_ptr() == d.device_ctypes_pointer.value
+        np.testing.assert_array_equal(t.cpu().numpy(), np.arange(8, dtype=np.float32))
+
+
+def test_device_copy_without_cupy_is_made_by_torch():
+    done = run_child("""
+        import sys
+        sys.modules["cupy"] = None  # a torch + JAX host without CuPy
+        import numpy as np, torch, jax, interop
+        t = torch.arange(12.0, device="cuda").reshape(3, 4).T  # not compact: JAX needs a copy
+        j = interop.to_framework(t, "jax")
+        np.testing.assert_array_equal(np.asarray(j), t.cpu().numpy())
+        assert interop.explain(t, "jax").steps[-2].via.startswith("fresh")
+        c = interop.to_framework(t, "torch", copy=True)
+        assert c.data_ptr() != t.data_ptr() and c.is_contiguous()
+        print("ok")
+    """)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_cupy_bfloat16_into_torch_and_jax_zero_copy():
+    import cupy
+    import ml_dtypes
+
+    x = cupy.asarray(np.arange(6).astype(ml_dtypes.bfloat16))
+    for tgt in ("torch", "jax"):
+        y = interop.to_framework(x, tgt, copy=False)
+        assert oracles.pointer(y) == int(x.data.ptr)
+        values = y.float().cpu().numpy() if tgt == "torch" else np.asarray(y, np.float32)
+        np.testing.assert_array_equal(values, np.arange(6.0))
+
+
+@pytest.mark.parametrize("tgt", ["torch", "cupy", "jax"])
+def test_cuda_capsules_and_plain_producers_convert(tgt):
+    import cupy
+
+    a = cupy.arange(5, dtype=cupy.float32)
+
+    class Producer:  # only the DLPack methods
+        def __dlpack__(self, **kw):
+            return a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return a.__dlpack_device__()
+
+    for x in (a.__dlpack__(), Producer()):
+        y = interop.to_framework(x, tgt)
+        assert oracles.pointer(y) == int(a.data.ptr)
+    cap = interop.to_framework(a, "dlpack")
+    t = interop.to_framework(cap, "torch")
+    assert t.data_ptr() == int(a.data.ptr)
+
+
+def test_torch_into_numba_waits_for_torch_stream():
+    """torch's CAI names no stream: interop names torch's current stream, on which Numba
+    synchronises. Slow work on a torch side stream, then the conversion under it."""
+    import torch
+
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        t = torch.zeros(1 << 22, device="cuda")
+        for _ in range(50):
+            t += 1.0
+        d = interop.to_framework(t, "numba")
+        assert d.__cuda_array_interface__["stream"] == side.cuda_stream
+    assert float(d.copy_to_host().sum()) == 50.0 * (1 << 22)
+
+
+@pytest.mark.parametrize("tgt", ["cupy", "numba"])
+def test_empty_jax_gpu_array_into_cupy_and_numba(tgt):
+    import jax
+
+    if jax.devices()[0].platform == "cpu":
+        pytest.skip("JAX sees no GPU here")
+    empty = jax.device_put(np.zeros((0, 3), np.float32), jax.devices()[0])
+    y = interop.to_framework(empty, tgt)
+    assert tuple(y.shape) == (0, 3)
+    with pytest.raises(ZeroCopyError, match="empty JAX array"):
+        interop.to_framework(empty, tgt, copy=False)

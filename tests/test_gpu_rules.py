@@ -30,10 +30,17 @@ class DeviceStandIn:
 
 
 class CupyStandIn(DeviceStandIn):
-    """What the CuPy adapter reads of a ``cupy.ndarray``: its interface and ``device.id``."""
+    """What the CuPy adapter reads of a ``cupy.ndarray``: its interface, ``dtype`` and
+    ``device.id``."""
 
     class device:  # noqa: N801 - the attribute CuPy has
         id = 0
+
+    def __init__(self, shape, strides=None, typestr="<f4", dtype=None, **kw):
+        import numpy as np
+
+        super().__init__(shape, strides, typestr, **kw)
+        self.dtype = np.dtype(typestr) if dtype is None else dtype
 
 
 @pytest.fixture
@@ -79,7 +86,7 @@ EXPECTED = {  # (target, layout) -> the words the reason must carry; None: zero-
 
 
 @pytest.mark.parametrize(("tgt", "layout"), sorted(EXPECTED))
-def test_cupy_source_layout_rules(tgt, layout):
+def test_cupy_source_layout_rules(tgt, layout, on_device_zero):
     x = CupyStandIn(**LAYOUTS[layout])
     src = "cupy" if tgt != "cupy" else "cai-producer"  # (into CuPy: any producer's edge)
     verdict = _check(src, tgt, x)
@@ -103,7 +110,7 @@ def test_every_device_edge_into_a_picky_consumer_is_checked(src, tgt):
 
 
 def test_cudf_takes_dense_columns_only():
-    assert _check("cupy", "cudf", CupyStandIn(**LAYOUTS["compact"])) is None
+    assert _check("cupy", "cudf", CupyStandIn(shape=(12,))) is None
     verdict = _check("cupy", "cudf", CupyStandIn(**LAYOUTS["non-compact"]))
     assert verdict[0] == NEEDS_COPY and "cuDF" in verdict[1]
 

@@ -17,8 +17,8 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src" / "interop"
 ADAPTERS = {p.stem for p in (SRC / "adapters").glob("*.py") if p.stem != "__init__"}
 FRAMEWORK_MODULES = {"numpy_", "torch_", "jax_", "tensorflow_", "paddle_", "pyarrow_",
-                     "pandas_", "polars_", "cupy_", "numba_", "cudf_", "capsule", "producer",
-                     "pairs"}
+                     "pandas_", "polars_", "cupy_", "numba_", "cudf_", "dali_", "capsule",
+                     "producer", "pairs"}
 # What the default registry loads: none of it may import the public layer back.
 REGISTRY_SIDE = [*sorted((SRC / "adapters").glob("*.py")),
                  *(SRC / n for n in ("registry.py", "routing.py", "runner.py", "fastplan.py",

@@ -191,7 +191,7 @@ def test_torch_without_cuda_is_reported_and_left_alone(resources) -> None:
     adapter.check([0])  # a CPU build never "initialised CUDA"
     state = adapter.install(resources)
     assert state == adapter.SKIPPED
-    assert adapter.uninstall(state) is True
+    assert adapter.uninstall(state) is None  # nothing to give back
     assert adapter.status().reason == "built without CUDA"
 
 

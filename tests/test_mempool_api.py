@@ -95,6 +95,12 @@ def test_context_manager_without_device_raises_on_entry() -> None:
         ({"frameworks": ["mxnet"]}, r"unknown framework 'mxnet'"),
         ({"backend": "arena"}, r"backend='arena': pass 'pool' .* or 'async'"),
         ({"backend": "async", "managed": True}, r"backend='async' with managed=True"),
+        ({"backend": "async", "maximum": "8GiB"},
+         r"backend='async' with maximum='8GiB': the device's default CUDA pool has no maximum"),
+        ({"backend": "async", "limit": "1GiB"},
+         r"backend='async' with limit='1GiB': a limit would cap only what goes through RMM"),
+        ({"backend": "async", "jax_allocator": "platform"},
+         r"backend='async' with jax_allocator='platform': JAX shares the pool only with"),
         ({"jax_allocator": "bfc"}, r"jax_allocator='bfc': pass None .*'platform' or 'cuda_async'"),
     ],
 )
@@ -132,19 +138,9 @@ def test_second_pool_with_same_settings_is_fine_different_is_an_error() -> None:
     assert "pool.close()" in message
     with pytest.raises(ConfigError, match="JAX allocator platform"):
         api.check_conflict(_settings(), _settings(jax_allocator="platform"))
-    with pytest.raises(ConfigError, match=r"async backend \(cudaMallocAsync\)"):
+    with pytest.raises(ConfigError,
+                       match=r"async backend \(the device's default CUDA pool, shared natively\)"):
         api.check_conflict(_settings(), _settings(backend="async"))
-
-
-def test_async_pool_properties_are_built_with_the_real_cuda_bindings() -> None:
-    runtime = pytest.importorskip("cuda.bindings.runtime")
-    from mempool import asyncpool
-
-    props = asyncpool._props(runtime, 1, 3 << 30)
-    assert props.location.type == runtime.cudaMemLocationType.cudaMemLocationTypeDevice
-    assert props.location.id == 1 and props.maxSize == 3 << 30
-    assert props.allocType == runtime.cudaMemAllocationType.cudaMemAllocationTypePinned
-    assert asyncpool._props(runtime, 0, None).maxSize == 0  # no cap
 
 
 @cpu_only
@@ -152,19 +148,23 @@ def test_async_pool_without_device_is_a_clear_error() -> None:
     pytest.importorskip("cuda.bindings.runtime")
     from mempool import asyncpool
 
-    with pytest.raises(MempoolError, match=r"^cudaMemPoolCreate failed: cuda"):
-        asyncpool.create(0, 1 << 20, None)
+    with pytest.raises(MempoolError, match=r"^cudaDeviceGetDefaultMemPool failed: cuda"):
+        asyncpool.share(0)
 
 
 def test_status_of_an_async_pool_leaves_out_the_counts_it_does_not_have() -> None:
+    from mempool.pool import STATISTICS
     from mempool.report import StatusReport
 
+    stats = dict.fromkeys(STATISTICS)
+    stats.update(pool_bytes=1 << 30, pool_peak_bytes=2 << 30, in_use_bytes=3 << 20,
+                 peak_bytes=5 << 20, release_threshold=(1 << 64) - 1)
     report = StatusReport(cuda_devices=1, cuda="1 CUDA device(s)", pool="devices [0]: ...",
-                          pinned_by=(), statistics={0: {
-                              "pool_bytes": 1 << 30, "in_use_bytes": 3 << 20,
-                              "peak_bytes": 5 << 20, "allocations": None,
-                              "total_allocations": None, "total_bytes": None}})
-    assert "  device 0: pool 1.0 GiB, in use 3.0 MiB, peak 5.0 MiB\n" in str(report) + "\n"
+                          pinned_by=(), statistics={0: stats})
+    assert ("  device 0: pool 1.0 GiB (peak 2.0 GiB), in use 3.0 MiB, peak 5.0 MiB, keeps "
+            "everything it reserved\n") in str(report) + "\n"
+    stats["release_threshold"] = 60 << 30  # lowered by someone (XLA's memory fraction)
+    assert "releases what it holds above 60.0 GiB at each synchronisation" in str(report)
     assert "live allocations" not in str(report)
 
 
@@ -259,7 +259,7 @@ def test_statistics_of_a_closed_async_pool_say_it_is_closed() -> None:
     from mempool.report import StatusReport
 
     # A backend="async" stack after close(): restore() destroyed the driver's pool.
-    stack = DeviceStack(0, None, pool=object(), limit=None, stats=None, handle=None)
+    stack = DeviceStack(0, None, pool=object(), limit=None, stats=None, shared=None)
     stats = _stats_of(stack)
     assert set(stats.values()) == {None}
     report = StatusReport(cuda_devices=1, cuda="1 CUDA device(s)", pool="devices [0]: ...",

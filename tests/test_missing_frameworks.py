@@ -43,7 +43,8 @@ def test_missing_targets_are_named_with_the_install_command():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    fixes = {"polars": 'pip install "interop[polars]"', "jax": 'pip install "interop[jax]"',
+    fixes = {"polars": 'pip install "interop-mempool[polars]"',
+             "jax": 'pip install "interop-mempool[jax]"',
              "tensorflow": "pip install tensorflow", "cudf": "cudf-cu12 or cudf-cu13"}
     for case, (result, supported, error, reasons, can) in out.items():
         target = case.split("->")[1]

@@ -152,3 +152,21 @@ def test_versions_found_under_their_distribution_names():
     assert info["tensorflow"]["version"] == md.version("tensorflow-cpu")
     assert info["paddle"]["version"] == md.version("paddlepaddle")
     assert "tensorflow" not in sys.modules and "paddle" not in sys.modules
+
+
+def test_interop_never_imports_dali():
+    """DALI's adapter is in the default registry, yet detecting and converting other values
+    (and listing the frameworks) never imports DALI, installed or not."""
+    _run("""
+        import sys
+        import numpy as np, torch
+        import interop
+        a = np.zeros(4, np.float32)
+        for tgt in ("numpy", "torch", "jax", "pyarrow", "dlpack"):
+            interop.to_framework(interop.to_framework(a, tgt), "numpy")
+        interop.explain(a, "torch")
+        interop.frameworks()
+        assert "dali" in interop.api.REGISTRY.adapters
+        bad = [m for m in sys.modules if m.startswith("nvidia.dali")]
+        assert not bad, bad
+    """)

@@ -16,7 +16,7 @@ from .errors import InteropError as InteropError
 from .errors import NarrowingWarning as NarrowingWarning
 from .errors import ZeroCopyError as ZeroCopyError
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place it is written: pyproject.toml reads it (and so mempool)
 
 _API = {"can_convert", "explain", "frameworks", "register_converter", "register_framework",
         "shares_memory", "to_framework"}

@@ -1,4 +1,6 @@
-"""``python -m interop COMMAND``: ``table``, ``demo`` and ``doctor``.
+"""``interop COMMAND`` (or ``python -m interop COMMAND``): ``table``, ``demo`` and ``doctor``.
+
+The ``interop`` console command the package installs runs :func:`main`, as ``python -m`` does.
 
     python -m interop table [--markdown | --json]   the live conversion matrix of this machine
     python -m interop demo [--device cpu|cuda] [--rows N]   a mixed Parquet/torch/JAX pipeline
@@ -18,13 +20,15 @@ COMMANDS = {
 
 
 def usage() -> str:
-    lines = ["usage: python -m interop COMMAND [options]", "", "commands:"]
+    lines = ["usage: interop COMMAND [options]   (or: python -m interop COMMAND [options])", "",
+             "commands:"]
     lines += [f"  {name:<8} {what}" for name, what in COMMANDS.items()]
-    lines += ["", "python -m interop COMMAND --help shows a command's options."]
+    lines += ["", "interop COMMAND --help shows a command's options."]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` names (``sys.argv[1:]`` by default); its exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())

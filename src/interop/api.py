@@ -17,13 +17,13 @@ to_framework = REGISTRY.convert
 to_framework.__module__ = __name__
 
 
-def explain(x: Any, target: str, *, device: str | None = None,
+def explain(x: Any, target: str, *, device: Any = None,
             copy: bool | None = None, **options: Any) -> Plan:
     """The plan ``to_framework(x, target, ...)`` would follow: steps, zero-copy, reasons."""
     return REGISTRY.explain(x, target, device, copy, options)
 
 
-def can_convert(x: Any, target: str, *, device: str | None = None,
+def can_convert(x: Any, target: str, *, device: Any = None,
                 copy: bool | None = None, **options: Any) -> bool:
     """Whether ``to_framework(x, target, ...)`` would succeed; converts nothing (where the plan
     copies, the value is read to host NumPy as the copy would read it, to judge what follows)."""
@@ -55,7 +55,8 @@ def _views(x: Any) -> list:
     if isinstance(adapter, StructureAdapter):
         return [v for leaf in adapter.leaves(REGISTRY, x) for v in _views(leaf)]
     if not isinstance(adapter, ArrayAdapter):
-        return []
+        parts = getattr(adapter, "parts", None)
+        return [v for part in parts(x) for v in _views(part)] if parts is not None else []
     parts = adapter.chunks(x) if adapter.chunks is not None else None
     if parts is not None:
         return [v for part in parts for v in _views(part)]
@@ -68,12 +69,13 @@ def _views(x: Any) -> list:
 
 
 def frameworks() -> list[dict[str, Any]]:
-    """Each known framework: importable, imported, version, devices, and what it speaks."""
+    """Each known framework: importable, imported, version, devices, what it speaks, and
+    whether it is a ``target`` (DALI is a source only)."""
     from .versions import package_version
 
     out = []
     for name, a in sorted(REGISTRY.adapters.items()):
-        if not isinstance(a, ArrayAdapter) or not a.target or name == "dlpack":
+        if not isinstance(a, ArrayAdapter) or not (a.target or a.modules) or name == "dlpack":
             continue
         importable = installed(a.package)
         version = package_version(a.package) if importable else None
@@ -86,7 +88,7 @@ def frameworks() -> list[dict[str, Any]]:
             speaks.append("DLPack import")
         out.append({"name": name, "aliases": list(a.aliases), "importable": importable,
                     "imported": a.package in sys.modules, "version": version,
-                    "devices": list(a.devices), "protocols": speaks})
+                    "devices": list(a.devices), "protocols": speaks, "target": a.target})
     return out
 
 

@@ -42,7 +42,7 @@ try:
     import dask
 except ImportError as exc:  # pragma: no cover - the dask extra is missing
     raise FrameworkMissingError(
-        f"interop.dask needs dask ({exc}); pip install 'interop[dask]'"
+        f"interop.dask needs dask ({exc}); pip install 'interop-mempool[dask]'"
     ) from exc
 
 __all__ = ["explain", "to_delayed", "to_framework"]

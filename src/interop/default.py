@@ -16,7 +16,9 @@ def build() -> Registry:
     """A registry of everything interop knows."""
     reg = Registry()
     for name in adapters.FRAMEWORKS:
-        reg.add(import_module(f".adapters.{name}", __package__).ADAPTER)
+        module = import_module(f".adapters.{name}", __package__)
+        for adapter in getattr(module, "ADAPTERS", None) or (module.ADAPTER,):
+            reg.add(adapter)
     for table in tables.ADAPTERS:
         reg.add(table)
     for producer in import_module(f".adapters.{adapters.PRODUCERS}", __package__).ADAPTERS:

@@ -1,4 +1,5 @@
-"""Devices: parsing ``device=`` strings and asking the CUDA runtime what it has.
+"""Devices: parsing ``device=`` (strings, and the frameworks' own device objects) and asking
+the CUDA runtime what it has.
 
 Every part of interop that counts CUDA devices, reads the current one or asks which device
 owns a pointer does it here. CuPy's runtime answers first; torch answers when CuPy is not
@@ -16,18 +17,53 @@ from .errors import DeviceError
 NO_CUDA = "this machine has no CUDA device (none visible to CuPy or torch)"
 
 
+DEVICE_FORMS = ("'cpu', 'cuda', 'cuda:N' (N the device index), or a framework's device object: "
+                "torch.device, a JAX Device (jax.devices()[i]), cupy.cuda.Device, a Numba CUDA "
+                "device")
+
+
+def device_name(device: Any) -> str:
+    """``device=`` as a string: a string as given; a framework's own device object as the
+    string of the same meaning, ``"cpu"`` or ``"cuda:N"`` (``"cuda"`` for torch's index-less
+    CUDA device: the current one). Objects are recognised by their type's module and their
+    attributes, importing nothing: ``torch.device`` (``.type``, ``.index``), a JAX ``Device``
+    (``.platform``, ``.local_hardware_id`` or ``.id``), ``cupy.cuda.Device`` and a Numba CUDA
+    device (``.id``). A :class:`DeviceError` naming the accepted forms otherwise."""
+    if isinstance(device, str):
+        return device
+    cls = type(device)
+    package = cls.__module__.partition(".")[0]
+    if package == "torch" and isinstance(getattr(device, "type", None), str):
+        kind, index = device.type, device.index
+    elif package == "jaxlib" and isinstance(getattr(device, "platform", None), str):
+        local = getattr(device, "local_hardware_id", None)
+        kind = "cuda" if device.platform in ("gpu", "cuda") else device.platform
+        index = device.id if local is None else local
+    elif (package == "cupy" or cls.__module__.startswith("numba.cuda")) and \
+            isinstance(getattr(device, "id", None), int):
+        kind, index = "cuda", device.id
+    else:
+        raise DeviceError(f"device={device!r} (a {cls.__module__}.{cls.__qualname__}) is not a "
+                          f"device interop knows; pass {DEVICE_FORMS}")
+    if kind == "cpu":
+        return "cpu"
+    if kind == "cuda":
+        return "cuda" if index is None else f"cuda:{int(index)}"
+    raise DeviceError(f"device={device!r} is a {kind!r} device; interop moves data between "
+                      f"the host and CUDA devices only: pass {DEVICE_FORMS}")
+
+
 def parse_device(device: Any) -> tuple[str, int | None]:
     """``("cpu" | "cuda", index or None)`` for a string such as ``"cpu"``, ``"cuda"`` or
-    ``"cuda:1"`` (any case); a :class:`DeviceError` naming the known spellings otherwise."""
-    if not isinstance(device, str):
-        raise DeviceError(f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}")
-    kind, _, index = device.lower().partition(":")
+    ``"cuda:1"`` (any case) or a framework's device object (:func:`device_name`); a
+    :class:`DeviceError` naming the known spellings otherwise."""
+    name = device_name(device)
+    kind, _, index = name.lower().partition(":")
     if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
         from .names import DEVICE_SYNONYMS, did_you_mean
 
         hint = did_you_mean(kind, ("cpu", "cuda"), DEVICE_SYNONYMS)
-        raise DeviceError(f"unknown device {device!r}{hint}; known: 'cpu', 'cuda', 'cuda:N' "
-                          "(N the device index)")
+        raise DeviceError(f"unknown device {device!r}{hint}; known: {DEVICE_FORMS}")
     return kind, int(index) if index else None
 
 

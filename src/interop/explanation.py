@@ -14,7 +14,7 @@ from .adapters.base import (
     StructureAdapter,
     TableAdapter,
 )
-from .errors import InteropError, NullsError
+from .errors import FrameworkMissingError, InteropError, NullsError
 from .plan import Plan, Step
 from .protocols import dlpack
 from .runner import device_move
@@ -115,9 +115,13 @@ def _copy_plan(reg: Registry, at: str, tgt: str, reasons: list[str], hazards: li
         return Plan(origin or at, tgt, tuple(steps), False, (*reasons, refused[1]),
                     tuple(hazards), supported=False, error=refused[0])
     steps = list(steps)
-    hub = "numpy" if device == "cpu" else "cupy"
+    try:
+        hub = "numpy" if device == "cpu" else reg.runner.copy_hub(at)  # as the runner picks
+    except FrameworkMissingError as e:
+        return Plan(origin or at, tgt, tuple(steps), False, (*reasons, str(e)),
+                    supported=False, error="missing")
     if at != hub:
-        steps.append(Step(at, hub, "to host NumPy" if hub == "numpy" else "to CuPy"))
+        steps.append(Step(at, hub, "to host NumPy" if hub == "numpy" else f"to {hub}"))
     fresh = "fresh aligned copy"
     narrow = _planned_narrowing(reg, at, value, tgt)
     if narrow is not None:

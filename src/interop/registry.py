@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .adapters.base import ArrayAdapter, Edge, StructureAdapter, TableAdapter
+from .devices import device_name
 from .errors import (
     FrameworkMissingError,
     InteropError,
@@ -145,6 +146,8 @@ class Registry:
     def plan_for(self, x: Any, target: str, device: Any, copy: bool | None, stream: Any,
                  options: dict[str, Any] | None = None) -> Convert:
         """The plan converting values of ``type(x)`` to ``target`` (made, and kept, once)."""
+        if device is not None:
+            device = device_name(device)  # a framework's device object: plans kept by its string
         with self._lock:
             src = self.owner(x)
             tgt = self.target(target)
@@ -171,27 +174,29 @@ class Registry:
             if options:
                 raise _no_options(src, options)
             have = adapter.device(x)
-            move = device_move(adapter, have, self.adapters[tgt], device)
+            move = device_move(adapter, have, self.adapters[tgt], device)  # raises early
             if stream is not None and have[0] == "cpu":
                 raise InteropError(
                     f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
                     "work only; pass stream=None for CPU data")
-            if move is not None:
-                return lambda x: self.runner.move(src, x, tgt, move, copy)
             if stream is not None:
+                if move is not None:
+                    return lambda x: self.runner.move(src, x, tgt, move, copy)
                 stream = dlpack.stream_argument(stream, dlpack.Device.CUDA)
                 return self.runner.compile(src, tgt, copy, have[0], stream).run
-            if adapter.gpu_present():
-                fn = self.runner.dispatch(adapter, tgt, copy, device)
+            fast = not adapter.per_value_owner
+            if device is not None or move is not None or adapter.gpu_present():
+                # where the data lives (and where device= sends it) is read per value
+                fn = self.runner.dispatch(adapter, tgt, copy, device, type(x) if fast else None)
             else:
                 compiled = self.runner.compile(src, tgt, copy, have[0], source_type=type(x))
                 fn = compiled.run
-                if compiled.fast is not None and not adapter.per_value_owner:
+                if compiled.fast is not None and fast:
                     # this call runs the checked plan; the next makes the fast form
                     self._keep(x, target, tgt, device, copy,
                                self._promoting(x, target, tgt, compiled.fast))
                     return fn
-            if not adapter.per_value_owner:
+            if fast:
                 self._keep(x, target, tgt, device, copy, fn)
             return fn
 
@@ -280,6 +285,8 @@ class Registry:
         """The plan for this value: steps, zero-copy or not, reasons and hazards."""
         from .explanation import explain  # loaded by the first explain, not by a first call
 
+        if device is not None:
+            device = device_name(device)
         return explain(self, x, target, device, copy, options)
 
 
@@ -301,13 +308,16 @@ def _no_options(src: str, options: dict[str, Any]) -> InteropError:
 def _converter(reg: Registry) -> Callable[..., Any]:
     plans, other, plan_for = reg.plans, reg.other, reg.plan_for
 
-    def to_framework(x: Any, target: str, *, device: str | None = None,
+    def to_framework(x: Any, target: str, *, device: Any = None,
                      copy: bool | None = None, stream: Any = None, **options: Any) -> Any:
         """Convert ``x`` to framework ``target``, without copying whenever the layouts allow.
 
         ``copy=None`` copies only when it must (``explain`` says why), ``copy=False`` raises
         :class:`~interop.errors.ZeroCopyError` instead, ``copy=True`` always returns a fresh
-        buffer. ``device=None`` keeps the data where it is; ``stream`` orders GPU work.
+        buffer. ``device=None`` keeps the data where it is; ``device="cpu"``, ``"cuda:N"`` or a
+        framework's device object (``torch.device``, a JAX ``Device``, ``cupy.cuda.Device``)
+        names where the result lives (moving between devices is a copy). ``stream`` orders GPU
+        work.
         ``options`` (``nulls=``, ``fill_value=``, ``columns=``) apply to tables and
         dataframes. A structure (nested dicts, lists, tuples, pytrees) comes back the same
         with each array leaf converted; ``structure="tree"`` or ``"table"`` says how to read

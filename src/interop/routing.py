@@ -11,6 +11,7 @@ import heapq
 from typing import Any
 
 from .adapters.base import ArrayAdapter, Edge, handover_check
+from .adapters.edge import CAI_VIA
 
 DLPACK_COST = 2.2  # on the host, two NumPy steps (1.0 each) beat it
 LEGACY_PENALTY = 2.5  # a versioned-only exporter to a consumer of legacy capsules
@@ -46,9 +47,10 @@ class Routes:
             if t is s or not isinstance(t, ArrayAdapter) or not t.target \
                     or device not in t.devices:
                 continue
-            if s.export_dlpack is not None and t.from_dlpack is not None and t.rules:
+            rules = t.rules if device == "cpu" else t.gpu_rules
+            if s.export_dlpack is not None and t.from_dlpack is not None and rules:
                 cost = DLPACK_COST
-                if s.exports_versioned_only and not t.rules.versioned:
+                if s.exports_versioned_only and not rules.versioned:
                     cost += LEGACY_PENALTY
                 if s.hub or t.hub:
                     cost -= HUB_BONUS
@@ -104,8 +106,8 @@ def dlpack_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float, device: str = "cp
 
     rules = t.rules if device == "cpu" else t.gpu_rules
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", lambda: convert,
-                check=handover_check(s, rules, t.holds_read_only), hazard=t.dlpack_hazard,
-                cost=cost, device=device)
+                check=handover_check(s, rules, t.holds_read_only),
+                hazard=_both(s.export_hazard, t.dlpack_hazard), cost=cost, device=device)
 
 
 def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
@@ -115,9 +117,22 @@ def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
     def convert(x: Any) -> Any:
         return consume(export(x))
 
-    return Edge(s.name, t.name, "CUDA Array Interface", lambda: convert,
+    return Edge(s.name, t.name, CAI_VIA, lambda: convert,
                 check=handover_check(s, t.gpu_rules, t.holds_read_only),
-                hazard=_cai_readonly_hazard(s, t), cost=cost, device="cuda")
+                hazard=_both(s.export_hazard, _cai_readonly_hazard(s, t)), cost=cost,
+                device="cuda")
+
+
+def _both(first: Any, second: Any) -> Any:
+    """The hazard of an edge out of a source with an :attr:`~ArrayAdapter.export_hazard`
+    (``first``) into a consumer with its own (``second``); either may be ``None``."""
+    if first is None or second is None:
+        return first or second
+
+    def hazards(x: Any) -> tuple[str, ...]:
+        return tuple(h for h in (first(x), second(x)) if h)
+
+    return hazards
 
 
 def _cai_readonly_hazard(s: ArrayAdapter, t: ArrayAdapter) -> Any:

@@ -19,8 +19,10 @@ from .adapters.base import (
     Edge,
     NeedsCopy,
 )
+from .adapters.edge import CAI_VIA
 from .errors import (
     DeviceError,
+    FrameworkMissingError,
     InteropError,
     NullsError,
     UnsupportedConversionError,
@@ -63,7 +65,7 @@ class Runner:
             raise UnsupportedConversionError(
                 f"no conversion path from {src} to {tgt} on {device}")
         if copy is True:
-            return Compiled(tuple(edges), lambda x: self.copy_route(src, x, tgt, device))
+            return Compiled(tuple(edges), lambda x: self.copy_route(src, x, tgt, device, stream))
         if not edges:
             return Compiled((), _identity)
         if stream is not None:
@@ -72,7 +74,7 @@ class Runner:
         checked: list[Convert] = []
         then: Convert | None = None
         for e, call in zip(reversed(edges), reversed(calls)):
-            then = self._checked_step(e, call, then, tgt, copy, device)
+            then = self._checked_step(e, call, then, tgt, copy, device, stream)
             checked.append(then)
         checked.reverse()
         if copy is not None or source_type is None:
@@ -87,26 +89,50 @@ class Runner:
 
         return Compiled(tuple(edges), checked[0], fast)
 
-    def dispatch(self, adapter: ArrayAdapter, tgt: str, copy: bool | None,
-                 device: Any) -> Convert:
-        """A plan that looks at each value's device (for frameworks on host and GPU)."""
-        plans: dict[str, Convert] = {}
+    def dispatch(self, adapter: ArrayAdapter, tgt: str, copy: bool | None, device: Any,
+                 source_type: type | None = None) -> Convert:
+        """A plan that reads each value's device (for frameworks on host and GPU, and for
+        every ``device=``): one plan per device the values live on, the move ``device=``
+        asks for from there, or the route on that device (its fast form from the second
+        value on, for values of ``source_type``)."""
+        plans: dict[tuple[str, int], Convert] = {}
         target = self.adapters[tgt]
 
         def run(x: Any) -> Any:
             have = adapter.device(x)
-            fn = plans.get(have[0])
+            fn = plans.get(have)
             if fn is None:
-                move = device_move(adapter, have, target, device)
-                if move is not None:
-                    return self.move(adapter.name, x, tgt, move, copy)
-                fn = plans[have[0]] = self.compile(adapter.name, tgt, copy, have[0]).run
+                fn = plans[have] = self._on_device(adapter, have, tgt, target, copy, device,
+                                                   source_type, plans)
             return fn(x)
 
         return run
 
+    def _on_device(self, adapter: ArrayAdapter, have: tuple[str, int], tgt: str,
+                   target: ArrayAdapter, copy: bool | None, device: Any,
+                   source_type: type | None, plans: dict) -> Convert:
+        """The plan :meth:`dispatch` keeps for values on device ``have``."""
+        move = device_move(adapter, have, target, device)
+        name = adapter.name
+        if move is not None:
+            return lambda x: self.move(name, x, tgt, move, copy)
+        compiled = self.compile(name, tgt, copy, have[0], source_type=source_type)
+        if compiled.fast is None:
+            return compiled.run
+        make, checked = compiled.fast, compiled.run
+
+        def promote(x: Any) -> Any:  # the first value ran the checked plan; now the fast form
+            fast = plans[have] = make()
+            return fast(x)
+
+        def first(x: Any) -> Any:
+            plans[have] = promote
+            return checked(x)
+
+        return first
+
     def _checked_step(self, e: Edge, call: Convert, then: Convert | None, tgt: str,
-                      copy: bool | None, device: str) -> Convert:
+                      copy: bool | None, device: str, stream: int | None = None) -> Convert:
         """Edge ``e``'s step, then ``then`` (the rest of the plan): its check decides, and
         an obstacle is acted on by :meth:`obstacle` with the value as it is here."""
         check = e.check
@@ -120,19 +146,29 @@ class Runner:
                     verdict = (nc.verdict, nc.reason)
                 else:
                     return y if then is None else then(y)
-            return self.obstacle(verdict, e, x, tgt, copy, device)
+            return self.obstacle(verdict, e, x, tgt, copy, device, stream)
 
         return step
 
     def _with_stream(self, e: Edge, stream: Any) -> Edge:
-        """The edge, exporting DLPack for the user's ``stream`` (CAI edges sync by themselves)."""
-        if not e.via.startswith("DLPack"):
-            return e
+        """The edge, ordered for the user's ``stream``: a DLPack export for it, or a CUDA Array
+        Interface import on it (the consumer waits for the producer's stream)."""
         from dataclasses import replace
 
+        if e.via == CAI_VIA:
+            export_cai = self.adapters[e.source].export_cai
+            from_cai = self.adapters[e.target].from_cai
+
+            def on_stream(x: Any) -> Any:
+                return from_cai(export_cai(x), stream)
+
+            return replace(e, converter=lambda: on_stream)
+        if not e.via.startswith("DLPack"):
+            return e
         export = self.adapters[e.source].export_dlpack
         consume = self.adapters[e.target].from_dlpack
-        legacy = not self.adapters[e.target].rules.versioned
+        target = self.adapters[e.target]
+        legacy = not (target.rules if e.device == "cpu" else target.gpu_rules).versioned
 
         def convert(x: Any) -> Any:
             cap = dlpack.export(export(x), stream=stream, versioned=not legacy)
@@ -142,7 +178,7 @@ class Runner:
 
     # ---- acting on a verdict ---------------------------------------------------------------
     def obstacle(self, verdict: tuple[str, str], edge: Edge, x: Any, tgt: str,
-                 copy: bool | None, device: str = "cpu") -> Any:
+                 copy: bool | None, device: str = "cpu", stream: int | None = None) -> Any:
         """Act on a failed zero-copy check: raise, or take the copy route when allowed."""
         what, reason = verdict
         where = f"{edge.source} -> {edge.target} ({edge.via})"
@@ -155,12 +191,31 @@ class Runner:
         if what == STEP_COPIES:  # with copy=True: the step's own copy, then the rest
             y = edge.convert(x)
             rest = self.routes.route(edge.target, tgt, device)
-            return self.compile(edge.target, tgt, copy, device).run(y) if rest else y
-        return self.copy_route(edge.source, x, tgt, device)
+            return self.compile(edge.target, tgt, copy, device, stream).run(y) if rest else y
+        return self.copy_route(edge.source, x, tgt, device, stream)
 
-    def copy_route(self, src: str, x: Any, tgt: str, device: str = "cpu") -> Any:
-        """One copy into a fresh compact buffer on the hub (NumPy on the host, CuPy on a
-        GPU), then zero-copy on to the target."""
+    def copy_hub(self, src: str) -> str:
+        """Where a device value of ``src`` is copied on the GPU: ``src`` itself when it makes
+        device copies (CuPy, torch), else the first framework here that does (CuPy, the GPU
+        hub, first); a :class:`FrameworkMissingError` naming them when none is installed."""
+        if self.adapters[src].device_copy is not None:
+            return src
+        makers = sorted((a for a in self.adapters.values()
+                         if getattr(a, "device_copy", None) is not None),
+                        key=lambda a: not a.hub)
+        for a in makers:
+            if a.missing() is None:
+                return a.name
+        raise FrameworkMissingError(
+            f"copying a {src} value on the GPU needs a framework that makes device copies "
+            f"({' or '.join(a.name for a in makers)}), and none is installed: pip install "
+            "cupy-cuda12x (or cupy-cuda13x), or a CUDA build of torch")
+
+    def copy_route(self, src: str, x: Any, tgt: str, device: str = "cpu",
+                   stream: int | None = None) -> Any:
+        """One copy into a fresh compact buffer (with NumPy on the host; on a GPU with the
+        source's own framework, or the :meth:`copy_hub`), then zero-copy on to the target
+        (ordered on ``stream`` when one is given)."""
         if device == "cpu":
             from .host import fresh_copy
 
@@ -177,16 +232,24 @@ class Runner:
             return self.adapters[tgt].to_device(arr if narrow is None else arr.astype(narrow),
                                                 adapter.device(x)[1])
         else:
-            import cupy
-
-            hub, arr = "cupy", self.compile(src, "cupy", None, device).run(x)
-            arr = cupy.array(arr, dtype=self.narrowing(arr.dtype, tgt, warn=True), copy=True,
-                             order="C")
+            hub = self.copy_hub(src)
+            maker = self.adapters[hub]
+            if hub == src:
+                arr = x
+            else:
+                try:
+                    arr = self.compile(src, hub, False, device, stream).run(x)
+                except ZeroCopyError:  # it cannot reach the hub as it is: through the host
+                    source = self.adapters[src]
+                    arr = maker.to_device(source.to_numpy(x), source.device(x)[1])
+            arr = maker.device_copy(arr, self.narrowing(maker.view(arr).dtype, tgt, warn=True))
         if tgt == hub:
             return arr
         edges = self.routes.route(hub, tgt, device)
         if edges is None:
             raise UnsupportedConversionError(f"no conversion path from {hub} to {tgt}")
+        if stream is not None:
+            edges = [self._with_stream(e, stream) for e in edges]
         for e in edges:
             verdict = e.check(arr) if e.check is not None else None
             if verdict is not None and verdict[0] != STEP_COPIES:
@@ -199,12 +262,13 @@ class Runner:
         return arr
 
     def narrowing(self, dtype: Any, tgt: str, warn: bool = False) -> str | None:
-        """The narrower dtype string ``tgt`` holds ``dtype`` as (JAX with 64-bit types off),
-        or ``None``; ``warn``: emit the :class:`~interop.errors.NarrowingWarning` saying so."""
+        """The narrower dtype string ``tgt`` holds ``dtype`` (a dtype or its string) as (JAX
+        with 64-bit types off), or ``None``; ``warn``: emit the
+        :class:`~interop.errors.NarrowingWarning` saying so."""
         rules = getattr(self.adapters[tgt], "rules", None)
         if rules is None or rules.narrows is None:
             return None
-        narrow = rules.narrows(dlpack.typestr_of(dtype))
+        narrow = rules.narrows(dtype if isinstance(dtype, str) else dlpack.typestr_of(dtype))
         if narrow is None:
             return None
         if warn:

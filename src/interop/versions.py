@@ -10,13 +10,17 @@ def package_version(package: str) -> str | None:
     """The installed version of importable package ``package``, without importing it.
 
     The distribution may be named differently (``tensorflow`` ships as ``tensorflow-cpu``,
-    ``paddle`` as ``paddlepaddle``); ``None`` when it is not installed.
+    ``paddle`` as ``paddlepaddle``, ``nvidia.dali`` as ``nvidia-dali-cuda120``); ``None``
+    when it is not installed.
     """
     try:
         return md.version(package)
     except md.PackageNotFoundError:
         pass
-    for dist in _distributions().get(package, ()):
+    top, _, sub = package.partition(".")
+    for dist in _distributions().get(top, ()):
+        if sub and sub.replace("_", "-") not in dist.lower():
+            continue  # a namespace package (nvidia.dali): the distribution that names it
         try:
             return md.version(dist)
         except md.PackageNotFoundError:

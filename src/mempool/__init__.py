@@ -17,7 +17,7 @@ from .pool import Pool
 from .report import StatusReport, status
 from .sizes import parse_size
 
-__version__ = "0.1.0"  # the distribution's version (pyproject.toml), as interop.__version__
+_DISTRIBUTION = "interop-mempool"  # ships mempool and interop; its version is interop.__version__
 
 __all__ = [
     "ConfigError",
@@ -33,3 +33,21 @@ __all__ = [
     "status",
     "use_rmm_pool",
 ]
+
+
+def __getattr__(name: str) -> str:
+    """``mempool.__version__``: the installed distribution's version, read from its metadata on
+    first use (the version is written once, as ``interop.__version__``, which mempool does not
+    import)."""
+    if name != "__version__":
+        raise AttributeError(f"module 'mempool' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version(_DISTRIBUTION)
+    except PackageNotFoundError:
+        raise AttributeError(f"mempool.__version__ is the version of the installed {_DISTRIBUTION} "
+                             "distribution, and it is not installed here (mempool runs from a "
+                             "source tree): pip install the project") from None
+    globals()["__version__"] = value
+    return value

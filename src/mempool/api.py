@@ -11,7 +11,7 @@ from . import adapters
 from .adapters.jax import check_allocator
 from .device import current_device, device_memory, require_devices
 from .errors import ConfigError, MissingDependencyError, OrderError
-from .pool import BACKENDS, Pool, Settings, activate, restore
+from .pool import BACKENDS, Pool, Settings, activate, restore, settle
 from .sizes import check_size_syntax, is_percent, parse_size
 
 __all__ = ["current_pool", "rmm_pool", "use_rmm_pool"]
@@ -43,7 +43,8 @@ def _import_rmm() -> None:
     except ImportError as exc:
         raise MissingDependencyError(
             f"use_rmm_pool() needs RMM ({exc}); install the GPU extra of your CUDA major "
-            'version (nvidia-smi shows it): pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"'
+            'version (nvidia-smi shows it): pip install "interop-mempool[gpu-cu12]" or '
+            '"interop-mempool[gpu-cu13]"'
         ) from exc
 
 
@@ -100,17 +101,34 @@ def _settings(
     return settings
 
 
-def check_backend(backend: str, managed: bool) -> None:
-    """Raise :class:`ConfigError` for an unknown backend, or ``"async"`` with managed memory."""
+def check_backend(
+    backend: str, managed: bool, maximum: Size = None, limit: Size = None,
+    jax_allocator: str | None = None,
+) -> None:
+    """Raise :class:`ConfigError` for an unknown backend, or what ``"async"`` cannot do."""
     if backend not in BACKENDS:
         raise ConfigError(
-            f"backend={backend!r}: pass 'pool' (RMM's pool) or 'async' (cudaMallocAsync)"
+            f"backend={backend!r}: pass 'pool' (RMM's pool) or 'async' (the device's default "
+            "CUDA pool, shared by every framework natively)"
         )
-    if backend == "async" and managed:
-        raise ConfigError(
-            "backend='async' with managed=True: the cudaMallocAsync pool holds device memory "
-            "only; pass backend='pool' for managed memory"
-        )
+    if backend != "async":
+        return
+    refused = {
+        "managed=True": (managed, "the default CUDA pool holds device memory only; pass "
+                                  "backend='pool' for managed memory"),
+        f"maximum={maximum!r}": (maximum is not None, "the device's default CUDA pool has no "
+                                 "maximum size; leave maximum out, or use backend='pool'"),
+        f"limit={limit!r}": (limit is not None, "a limit would cap only what goes through "
+                             "RMM (Numba, cuDF), not PyTorch, JAX or CuPy, which allocate "
+                             "natively; leave limit out, or use backend='pool'"),
+        f"jax_allocator={jax_allocator!r}": (
+            jax_allocator not in (None, "cuda_async"),
+            "JAX shares the pool only with XLA's cuda_async allocator; leave jax_allocator "
+            "out (backend='async' sets cuda_async), or use backend='pool'"),
+    }
+    for what, (bad, fix) in refused.items():
+        if bad:
+            raise ConfigError(f"backend='async' with {what}: {fix}")
 
 
 def check_conflict(live: Settings, wanted: Settings) -> None:
@@ -145,12 +163,17 @@ def use_rmm_pool(
     *devices*: None (the current device), ``"all"``, an int or a list of ints.
     *frameworks*: names to route (``mempool.adapters.ADAPTERS``); None = every installed one.
     *backend*: ``"pool"`` (RMM's ``PoolMemoryResource`` under a statistics adaptor) or
-    ``"async"`` (a CUDA stream-ordered pool, ``cudaMallocAsync``, that mempool creates;
-    ``status()`` reads its bytes in use and peak from the driver, so nothing counts on the
-    allocation path). Not with ``managed=True``.
-    *jax_allocator*: JAX has no allocator hook and is never routed; before JAX starts the
-    pool sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` and, with ``"platform"`` or
+    ``"async"``: every framework on the device's *default* CUDA pool, the stream-ordered
+    pool of ``cudaMallocAsync``: PyTorch natively (``PYTORCH_CUDA_ALLOC_CONF=
+    backend:cudaMallocAsync``, written before ``import torch``), JAX natively
+    (``XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async``), CuPy by ``MemoryAsyncPool("default")``,
+    Numba and cuDF through RMM's ``CudaAsyncViewMemoryResource`` of that pool; one release
+    threshold (keep everything), and ``status()`` reads reserved, in-use and peak bytes from
+    the driver. Not with ``managed``, ``maximum`` or ``limit``.
+    *jax_allocator*: with ``backend="pool"`` JAX is never routed; before JAX starts the pool
+    sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` and, with ``"platform"`` or
     ``"cuda_async"``, ``XLA_PYTHON_CLIENT_ALLOCATOR`` (a warning if JAX already started).
+    ``backend="async"`` implies ``"cuda_async"``.
 
     Order: arguments are validated, then the CUDA device is checked (no device:
     :class:`~mempool.errors.NoDeviceError`), then every framework is checked for order
@@ -165,7 +188,9 @@ def use_rmm_pool(
     if not isinstance(managed, bool):
         raise ConfigError(f"managed={managed!r}: pass True or False")
     check_allocator(jax_allocator)
-    check_backend(backend, managed)
+    check_backend(backend, managed, maximum, limit, jax_allocator)
+    if backend == "async":
+        jax_allocator = "cuda_async"
     chosen = adapters.select(frameworks)
     names = tuple(a.NAME for a in chosen)
     _import_rmm()
@@ -186,23 +211,34 @@ def use_rmm_pool(
                     "process; call use_rmm_pool() with those same settings to re-open it, or "
                     "start a new process for different settings"
                 )
-            for adapter in chosen:
-                adapter.check(wanted.devices)
+            _check_order(chosen, wanted)
             _pinned.reinstall(chosen)
             _live, _pinned = _pinned, None
             return _live
-        for adapter in chosen:
-            adapter.check(wanted.devices)
+        _check_order(chosen, wanted)
         stacks = activate(wanted)
         try:
             installed = adapters.install_all(
                 chosen, {s.device: s.top for s in stacks}, wanted.options()
             )
         except BaseException:
+            restore(stacks, keep_threshold=True)
+            raise
+        try:
+            settle(stacks, wanted)
+        except BaseException:
+            adapters.uninstall_all(installed)
             restore(stacks)
             raise
         _live = Pool(wanted, stacks, installed, on_close=_released)
         return _live
+
+
+def _check_order(chosen: Sequence[Any], wanted: Settings) -> None:
+    """Every chosen framework's order check, with its options; changes nothing."""
+    options = wanted.options()
+    for adapter in chosen:
+        adapter.check(wanted.devices, **options.get(adapter.NAME, {}))
 
 
 @contextmanager

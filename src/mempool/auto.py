@@ -12,7 +12,7 @@ Variables (all optional):
 ``MEMPOOL_MANAGED``     1/true/yes/on for managed memory; 0/false/no/off (default)
 ``MEMPOOL_DEVICES``     "0,1", "all", or unset for the current device
 ``MEMPOOL_FRAMEWORKS``  "cupy,torch"; unset = every installed framework
-``MEMPOOL_BACKEND``     "pool" (default) or "async" (cudaMallocAsync)
+``MEMPOOL_BACKEND``     "pool" (default) or "async" (every framework on the device's default pool)
 ``MEMPOOL_JAX_ALLOCATOR`` "platform" or "cuda_async": XLA_PYTHON_CLIENT_ALLOCATOR for JAX
 ``MEMPOOL_STRICT``      1: raise NoDeviceError without a GPU instead of warning
 

@@ -94,7 +94,7 @@ class RMMPoolPlugin(WorkerPlugin):
         if not isinstance(strict, bool):
             raise ConfigError(f"strict={strict!r}: pass True or False")
         check_allocator(jax_allocator)
-        check_backend(backend, managed)
+        check_backend(backend, managed, maximum, limit, jax_allocator)
         self.kwargs: dict[str, Any] = {
             "maximum": maximum,
             "limit": limit,

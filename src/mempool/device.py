@@ -22,7 +22,7 @@ def _runtime() -> Any:
     except ImportError as exc:  # pragma: no cover - cuda-bindings ships with RMM
         raise MissingDependencyError(
             "cuda-bindings is not installed; install the GPU extra of your CUDA major version: "
-            'pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"'
+            'pip install "interop-mempool[gpu-cu12]" or "interop-mempool[gpu-cu13]"'
         ) from exc
     return runtime
 

@@ -9,9 +9,10 @@ Per device, top to bottom, ``backend="pool"`` (the default)::
 
 ``backend="async"``::
 
-    LimitingResourceAdaptor        only with limit=
-    CudaAsyncViewMemoryResource    over a cudaMemPool that mempool creates (initial_size,
-                                   maximum); bytes in use and peak come from the driver's
+    CudaAsyncViewMemoryResource    over the device's *default* CUDA pool, the one PyTorch's
+                                   cudaMallocAsync backend, XLA's cuda_async allocator and
+                                   CuPy's MemoryAsyncPool("default") allocate from natively;
+                                   reserved, in use and peak bytes come from the driver's
                                    counters of that pool, read when asked (see asyncpool)
 
 The top of the stack becomes RMM's per-device resource (``rmm.mr.set_per_device_resource``);
@@ -27,11 +28,15 @@ from types import ModuleType
 from typing import Any
 
 from . import adapters, asyncpool
+from .adapters import Unrestored
 from .device import current_device, set_device
 from .errors import ConfigError, MempoolWarning
 from .sizes import format_size
 
-__all__ = ["BACKENDS", "DeviceStack", "Pool", "Settings", "activate", "build_stack", "restore"]
+__all__ = [
+    "BACKENDS", "STATISTICS", "DeviceStack", "Pool", "Settings", "activate", "build_stack",
+    "restore", "settle",
+]
 
 BACKENDS = ("pool", "async")
 
@@ -47,11 +52,12 @@ class Settings:
     managed: bool
     frameworks: tuple[str, ...]
     jax_allocator: str | None = None  # XLA_PYTHON_CLIENT_ALLOCATOR to set before JAX starts
-    backend: str = "pool"  # "pool": RMM's PoolMemoryResource; "async": a cudaMallocAsync pool
+    backend: str = "pool"  # "pool": RMM's PoolMemoryResource; "async": the default CUDA pool
 
     def options(self) -> dict[str, dict[str, Any]]:
-        """Per framework, the keyword arguments its adapter's ``install`` takes."""
-        return {"jax": {"allocator": self.jax_allocator}}
+        """Per framework, the keyword arguments its adapter's ``check`` and ``install`` take."""
+        return {"jax": {"allocator": self.jax_allocator, "backend": self.backend},
+                "cupy": {"backend": self.backend}, "torch": {"backend": self.backend}}
 
     def describe(self) -> str:
         """One line, e.g. ``devices [0]: initial 8.0 GiB, maximum 30.0 GiB, CUDA memory``."""
@@ -65,8 +71,8 @@ class Settings:
         if any(v is not None for v in self.limit):
             text += f", limit {per_device(self.limit)}"
         text += ", managed memory" if self.managed else ", CUDA memory"
-        if self.backend != "pool":
-            text += f", {self.backend} backend (cudaMallocAsync)"
+        if self.backend == "async":
+            text += ", async backend (the device's default CUDA pool, shared natively)"
         text += f", frameworks {list(self.frameworks)}"
         if self.jax_allocator is not None:
             text += f", JAX allocator {self.jax_allocator}"
@@ -83,7 +89,7 @@ class DeviceStack:
     limit: Any
     stats: Any  # None with backend="async": the driver counts
     previous: Any = None
-    handle: Any = None  # the cudaMemPool_t of backend="async"
+    shared: asyncpool.Shared | None = None  # backend="async": the default pool, until closed
 
     @property
     def top(self) -> Any:
@@ -102,20 +108,19 @@ def build_stack(
     import rmm
     import rmm.mr
 
-    if backend == "async":
+    if backend == "async":  # initial: primed by settle(), once every framework is routed
         if not hasattr(rmm.mr, "CudaAsyncViewMemoryResource"):
             raise ConfigError(
                 f"backend='async' needs RMM's CudaAsyncViewMemoryResource, which RMM "
                 f"{getattr(rmm, '__version__', '?')} lacks; upgrade RMM, or use backend='pool'"
             )
-        handle = asyncpool.create(device, initial, maximum)
+        shared = asyncpool.share(device)
         try:
-            pool = rmm.mr.CudaAsyncViewMemoryResource(handle)
+            pool = rmm.mr.CudaAsyncViewMemoryResource(shared.handle)
         except BaseException:
-            asyncpool.destroy(handle)
+            asyncpool.unshare(shared, keep_threshold=True)  # settle() has not written it
             raise
-        limiter = None if limit is None else rmm.mr.LimitingResourceAdaptor(pool, limit)
-        return DeviceStack(device, None, pool, limiter, None, handle=handle)
+        return DeviceStack(device, None, pool, None, None, shared=shared)
     upstream = rmm.mr.ManagedMemoryResource() if managed else rmm.mr.CudaMemoryResource()
     pool = rmm.mr.PoolMemoryResource(
         upstream, initial_pool_size=initial, maximum_pool_size=maximum
@@ -134,20 +139,34 @@ def set_resources(stacks: Sequence[DeviceStack]) -> None:
         rmm.mr.set_per_device_resource(stack.device, stack.top)
 
 
-def restore(stacks: Sequence[DeviceStack]) -> None:
+def restore(stacks: Sequence[DeviceStack], keep_threshold: bool = False) -> None:
     """Give every device back the resource it had before :func:`set_resources`.
 
-    A ``backend="async"`` pool is destroyed too; the driver frees it once the last
-    allocation still out (a CuPy array, a Numba array) is freed.
+    ``backend="async"``: also the device's previous current pool and (unless
+    *keep_threshold*, see :func:`asyncpool.unshare`) the default pool's release threshold.
+    The default pool itself lives on; allocations still out stay valid.
     """
     import rmm.mr
 
     for stack in reversed(stacks):
         if stack.previous is not None:
             rmm.mr.set_per_device_resource(stack.device, stack.previous)
-        if stack.handle is not None:
-            asyncpool.destroy(stack.handle)
-            stack.handle = None
+        if stack.shared is not None:
+            asyncpool.unshare(stack.shared, keep_threshold)
+            stack.shared = None
+
+
+def settle(stacks: Sequence[DeviceStack], settings: Settings) -> None:
+    """After the frameworks are routed: write each default pool's one release threshold
+    and prime it with ``initial`` bytes (``backend="async"``; nothing for ``"pool"``)."""
+    original = current_device()
+    try:
+        for stack, initial in zip(stacks, settings.initial, strict=True):
+            if stack.shared is not None:
+                set_device(stack.device)
+                asyncpool.settle(stack.shared, initial)
+    finally:
+        set_device(original)
 
 
 def activate(settings: Settings) -> list[DeviceStack]:
@@ -172,31 +191,37 @@ def activate(settings: Settings) -> list[DeviceStack]:
             stacks.append(stack)
         set_resources(stacks)
     except BaseException:
-        restore(stacks)
+        restore(stacks, keep_threshold=True)  # settle() has not written it yet
         raise
     finally:
         set_device(original)
     return stacks
 
 
+STATISTICS = ("pool_bytes", "pool_peak_bytes", "in_use_bytes", "peak_bytes",
+              "release_threshold", "allocations", "total_allocations", "total_bytes")
+
+
 def _stats_of(stack: DeviceStack) -> dict[str, Any]:
-    if stack.stats is None:  # backend="async": the driver's counters; it counts no allocations
-        if stack.handle is None:  # closed: the driver's pool is destroyed
-            return dict.fromkeys(("pool_bytes", "in_use_bytes", "peak_bytes", "allocations",
-                                  "total_allocations", "total_bytes"))
-        held = asyncpool.statistics(stack.handle)
-        return {"pool_bytes": held["reserved"], "in_use_bytes": held["in_use"],
-                "peak_bytes": held["peak"], "allocations": None, "total_allocations": None,
-                "total_bytes": None}
+    """One device's statistics (keys: ``STATISTICS``; None where the backend has no such count)."""
+    stats: dict[str, Any] = dict.fromkeys(STATISTICS)
+    if stack.stats is None:  # backend="async": the driver's counters, every framework at once
+        if stack.shared is not None:  # None once closed: the pool is no longer mempool's
+            held = asyncpool.statistics(stack.shared.handle)
+            stats.update(pool_bytes=held["reserved"], pool_peak_bytes=held["reserved_peak"],
+                         in_use_bytes=held["in_use"], peak_bytes=held["peak"],
+                         release_threshold=held["release_threshold"])
+        return stats
     counts = stack.stats.allocation_counts
-    return {
-        "pool_bytes": int(stack.pool.pool_size()),
-        "in_use_bytes": int(counts.current_bytes),
-        "peak_bytes": int(counts.peak_bytes),
-        "allocations": int(counts.current_count),
-        "total_allocations": int(counts.total_count),
-        "total_bytes": int(counts.total_bytes),
-    }
+    stats.update(
+        pool_bytes=int(stack.pool.pool_size()),
+        in_use_bytes=int(counts.current_bytes),
+        peak_bytes=int(counts.peak_bytes),
+        allocations=int(counts.current_count),
+        total_allocations=int(counts.total_count),
+        total_bytes=int(counts.total_bytes),
+    )
+    return stats
 
 
 @dataclass(eq=False)
@@ -209,6 +234,7 @@ class Pool:
     on_close: Callable[[Pool], None] | None = None
     closed: bool = False
     pinned_by: tuple[str, ...] = field(default=())
+    unrestored: tuple[Unrestored, ...] = field(default=())  # what close() could not give back
 
     @property
     def devices(self) -> tuple[int, ...]:
@@ -239,32 +265,48 @@ class Pool:
         )
         self.closed = False
         self.pinned_by = ()
+        self.unrestored = ()
 
     def close(self) -> None:
-        """Give every framework its previous allocator and every device its previous resource.
+        """Give back everything that can be given back, then say exactly what cannot.
 
-        Idempotent. If PyTorch already allocated through RMM it cannot switch back, and it
-        frees through RMM's current resource, so the pool then stays RMM's resource for its
-        devices (``pinned_by`` names the framework) and a :class:`MempoolWarning` says so;
-        every other framework is still restored.
+        Idempotent. Every framework is uninstalled (one that cannot be given back never
+        stops the others), then every device gets its previous RMM resource, and with
+        ``backend="async"`` its previous current pool and release threshold. What cannot
+        be given back is kept in ``unrestored`` and named in one :class:`MempoolWarning`:
+
+        * ``backend="pool"`` with PyTorch routed: PyTorch keeps RMM's pluggable allocator
+          and frees through RMM's current resource, so the pool stays RMM's resource on its
+          devices (``pinned_by``); a later ``use_rmm_pool()`` with the same settings re-opens
+          it, other settings need a new process.
+        * ``backend="async"``: a PyTorch imported under the pool keeps its cudaMallocAsync
+          backend, a JAX started under it keeps cuda_async; both go on allocating from the
+          default pool, which keeps its release threshold for them.
+        * Numba contexts created under the pool keep RMMNumbaManager.
         """
         if self.closed:
             return
-        stuck = adapters.uninstall_all(self.installed)
+        left = adapters.uninstall_all(self.installed)
         self.installed = []
-        if stuck:
-            self.pinned_by = tuple(stuck)
+        keeps = tuple(u.name for u in left if u.keeps_pool)
+        text = "; ".join(str(u) for u in left)
+        if keeps and self.settings.backend == "pool":
+            self.pinned_by = keeps
+            text += (f". So the pool stays RMM's resource on devices {list(self.devices)} for "
+                     f"{', '.join(keeps)}; a later use_rmm_pool() with the same settings "
+                     "re-opens it, other settings need a new process")
+        else:
+            restore(self.stacks, keep_threshold=bool(keeps))
+            if keeps:
+                text += (f". So the device's default pool keeps the release threshold "
+                         f"{', '.join(keeps)} runs with")
+        self.unrestored = tuple(left)
+        if left:
             warnings.warn(
-                f"{', '.join(stuck)} already allocated through the RMM pool and cannot switch "
-                "its allocator back, so the pool stays RMM's resource on devices "
-                f"{list(self.devices)} for it; every other framework got its allocator back. "
-                "A later use_rmm_pool() with the same settings re-opens this pool; other "
-                "settings need a new process.",
+                f"close() gave back everything else, but not: {text}.",
                 MempoolWarning,
                 stacklevel=2,
             )
-        else:
-            restore(self.stacks)
         self.closed = True
         if self.on_close is not None:
             self.on_close(self)

@@ -10,6 +10,8 @@ from .adapters import FrameworkStatus
 from .device import cuda_device_count
 from .sizes import format_size
 
+_KEEP_ALL = 1 << 62  # a release threshold at least this large never releases (>= any device)
+
 __all__ = ["StatusReport", "status"]
 
 
@@ -30,7 +32,7 @@ class StatusReport:
         return self.pool is not None
 
     def routed(self) -> list[str]:
-        """Names of the frameworks whose allocations really go through RMM."""
+        """Names of the frameworks whose allocations really go into the pool."""
         return [name for name, s in self.frameworks.items() if s.routed]
 
     def to_dict(self) -> dict[str, Any]:
@@ -56,10 +58,16 @@ class StatusReport:
                 if s["pool_bytes"] is None:
                     lines.append(f"  device {device}: closed")
                     continue
-                line = (
-                    f"  device {device}: pool {format_size(s['pool_bytes'])}, in use "
-                    f"{format_size(s['in_use_bytes'])}, peak {format_size(s['peak_bytes'])}"
-                )
+                line = f"  device {device}: pool {format_size(s['pool_bytes'])}"
+                if s.get("pool_peak_bytes") is not None:
+                    line += f" (peak {format_size(s['pool_peak_bytes'])})"
+                line += (f", in use {format_size(s['in_use_bytes'])}, peak "
+                         f"{format_size(s['peak_bytes'])}")
+                threshold = s.get("release_threshold")
+                if threshold is not None:
+                    line += (", keeps everything it reserved" if threshold >= _KEEP_ALL
+                             else f", releases what it holds above {format_size(threshold)} "
+                                  "at each synchronisation")
                 if s["allocations"] is not None:
                     line += (f", {s['allocations']} live allocations "
                              f"({s['total_allocations']} in total)")
@@ -82,7 +90,7 @@ def status() -> StatusReport:
         cuda=reason,
         pool=None if pool is None else pool.settings.describe(),
         pinned_by=() if pool is None else pool.pinned_by,
-        frameworks=adapters.statuses(),
+        frameworks=adapters.statuses(None if pool is None else pool.settings.backend),
     )
     if pool is not None:
         report.statistics = pool.statistics()

@@ -1,4 +1,5 @@
-"""One module per framework, each declaring its ``ADAPTER`` (``producer`` declares three).
+"""One module per framework, each declaring its ``ADAPTER``, or its ``ADAPTERS`` where its
+values are arrays and batches of them (``dali_``); ``producer`` declares three.
 
 Adding a framework is a module here and its name in ``FRAMEWORKS``; :mod:`interop.default`
 builds the registry from these lists. Order matters only for detection: specific frameworks
@@ -6,7 +7,7 @@ first, the table kinds (:mod:`interop.tables.adapters`) next, the generic produc
 """
 
 FRAMEWORKS = ("numpy_", "torch_", "jax_", "tensorflow_", "paddle_", "pyarrow_", "pandas_",
-              "polars_", "cupy_", "numba_", "cudf_", "capsule")
+              "polars_", "cupy_", "numba_", "cudf_", "dali_", "capsule")
 """The modules of the array frameworks, each with an ``ADAPTER``."""
 
 PRODUCERS = "producer"

@@ -66,7 +66,8 @@ class ArrayAdapter:
     Array Interface producer, a buffer-protocol object)."""
     rules: ConsumerRules | None = None
     install: str = ""
-    """How a user installs it (``pip install ...``); empty: its own ``interop[<name>]`` extra."""
+    """How a user installs it (``pip install ...``); empty: its own extra,
+    ``interop-mempool[<name>]``."""
     gpu_rules: ConsumerRules | None = None
     """What it needs to import a device buffer (DLPack or CUDA Array Interface) without
     copying or crashing; ``None``: it takes any layout there."""
@@ -90,6 +91,10 @@ class ArrayAdapter:
     dlpack_call: str = ""
     """The consumer call named in plans, e.g. ``"torch.from_dlpack"``."""
     dlpack_hazard: Callable[[Any], str | None] | None = None
+    export_hazard: Callable[[Any], str | None] | None = None
+    """What any zero-copy result of a value risks, whatever the consumer (DALI writes later
+    batches into its output buffers): named on every DLPack and CUDA Array Interface edge
+    out of this framework; its own edges name it themselves."""
     exports_versioned_only: bool = False
     hub: bool = False
     """Paths through this framework win ties (NumPy on the host, CuPy on a GPU)."""
@@ -103,8 +108,14 @@ class ArrayAdapter:
     preview: Callable[[Any], Any] | None = None
     export_cai: Callable[[Any], Any] | None = None
     """A device value to an object with ``__cuda_array_interface__`` (GPU only)."""
-    from_cai: Callable[[Any], Any] | None = None
-    """Wrap a CUDA Array Interface producer without copying (GPU only)."""
+    from_cai: Callable[..., Any] | None = None
+    """``(producer, stream=None)``: wrap a CUDA Array Interface producer without copying (GPU
+    only), after the producer's ``stream``; ``stream`` is the consumer's (a DLPack/CAI stream
+    number; ``None``: its current one). A consumer that waits for the producer's stream on
+    the host (CuPy, Numba, cuDF) orders every stream of the consumer at once."""
+    device_copy: Callable[[Any, str | None], Any] | None = None
+    """``(value, dtype string or None)``: a fresh, compact row-major copy of a device value on
+    its device, in this framework (cast to the dtype given); the GPU copy route's copy."""
     to_device: Callable[[Any, int], Any] | None = None
     """A host NumPy array copied onto CUDA device ``index`` as this framework's value."""
     gpu_present: Callable[[], bool] = field(default=_no_gpu)
@@ -144,6 +155,9 @@ class TableAdapter:
     target: bool = False
     """Tables are sources; their targets are the array frameworks (and table frameworks)."""
     per_value_owner: bool = False
+    parts: Callable[[Any], list[Any]] | None = None
+    """The arrays a value is made of (the samples of a DALI batch), for
+    :func:`interop.shares_memory`; ``None``: it tells of none."""
 
     def missing(self) -> str | None:
         return missing(self.name, self.package, self.install)
@@ -191,7 +205,7 @@ def missing(name: str, package: str, install: str) -> str | None:
     """Why ``package`` cannot be imported here, with the fix; ``None`` when it can."""
     if installed(package):
         return None
-    fix = install or f'pip install "interop[{name}]"'
+    fix = install or f'pip install "interop-mempool[{name}]"'
     return f"{name} is not installed: {fix} (no module {package!r} here)"
 
 
@@ -270,9 +284,11 @@ def handover_check(source: ArrayAdapter, rules: ConsumerRules | None,
     """The check before a buffer of ``source`` reaches a consumer with ``rules`` (``None``: it
     takes any layout): the source's own export check, then its buffer view judged against
     the rules (:func:`view_obstacle`). Between two frameworks of immutable arrays (JAX,
-    TensorFlow) a legacy capsule's missing read-only flag loses nothing."""
+    TensorFlow) a legacy capsule's missing read-only flag loses nothing. A consumer without
+    rules still gets the source's export check: a lazy negative bit is lost whatever the
+    consumer."""
     if rules is None:
-        return None
+        return source.export_check
     if immutable_target and source.holds_read_only and not rules.versioned:
         rules = replace(rules, versioned=True)
     export_check, view = source.export_check, source.view

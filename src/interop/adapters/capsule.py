@@ -1,4 +1,5 @@
-"""A raw DLPack capsule, as a source (consumed once) and as a target (``"dlpack"``)."""
+"""A raw DLPack capsule, as a source (consumed once) and as a target (``"dlpack"``), on the
+host and on a GPU (a CUDA capsule goes to the GPU consumers, any GPU exporter to a capsule)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sys
 from typing import Any
 
 from ..protocols import dlpack
-from .base import ArrayAdapter, Edge, fixed
+from .base import ArrayAdapter, ConsumerRules, Edge, fixed
 
 
 def _is_value(x: Any) -> bool:
@@ -44,6 +45,11 @@ def to_capsule(x: Any) -> Any:
     return dlpack.export(x)
 
 
+def _from_producer(producer: Any) -> Any:
+    """The capsule of a device DLPack producer (its ``__dlpack__``, as asked for)."""
+    return dlpack.export(producer)
+
+
 def _edges() -> list[Edge]:
     return [Edge("dlpack", "numpy", "DLPack: interop capsule reader", fixed(dlpack.to_numpy))]
 
@@ -53,6 +59,12 @@ ADAPTER = ArrayAdapter(
     aliases=("capsule", "dltensor"),
     modules=("builtins",),
     package="numpy",
+    devices=("cpu", "cuda"),
+    # on the host the declared edges make capsules (NumPy's, torch's); on a GPU any exporter
+    # hands its own capsule over
+    gpu_rules=ConsumerRules(name="a DLPack capsule"),
+    from_dlpack=_from_producer,
+    dlpack_call="__dlpack__",
     is_value=_is_value,
     view=_view,
     device=lambda c: _view(c).device,

@@ -1,14 +1,28 @@
-"""cuDF ``Series``/``Index`` columns, through their CUDA Array Interface; nulls refused."""
+"""cuDF ``Series``/``Index`` columns, through their CUDA Array Interface; nulls refused.
+
+As a consumer (the issue-28 reading of cuDF 26, unverified on a device here): a column is
+1-D, dense, of a dtype cuDF has (no float16, no complex), and cuDF reads the interface's
+``strides`` key, which the CAI lets a producer leave out: interop names them.
+"""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
+from .. import devices
 from ..errors import NullsError
-from ..protocols import cai
+from ..protocols import cai, dlpack
 from ..view import BufferView
 from .base import ArrayAdapter, ConsumerRules, module
+
+_DTYPES = frozenset(dlpack.NAMED.values()) - {"<f2", "<c8", "<c16"}
+
+
+def _accepts(ts: str) -> str | None:
+    if ts in _DTYPES:
+        return None
+    return f"cuDF has no {ts} columns (no float16, complex, bfloat16 or float8)"
 
 
 def _is_value(x: Any) -> bool:
@@ -28,12 +42,32 @@ def view(s: Any) -> BufferView:
     return cai.validate(_export_cai(s).__cuda_array_interface__, who="cudf.Series")
 
 
-def from_cai(obj: Any) -> Any:
+class _Strided:
+    """A producer's CUDA Array Interface with its ``strides`` written out (the CAI lets a
+    compact producer omit them or give ``None``); it keeps the producer alive."""
+
+    __slots__ = ("__cuda_array_interface__", "owner")
+
+    def __init__(self, interface: dict, strides: tuple[int, ...], owner: Any) -> None:
+        self.__cuda_array_interface__ = dict(interface, strides=strides)
+        self.owner = owner
+
+
+def from_cai(obj: Any, stream: int | None = None) -> Any:
     """A cuDF Series over a CAI producer's memory."""
     import cudf
 
-    cai.validate(cai.interface_of(obj), who=type(obj).__name__)
+    interface = cai.interface_of(obj)
+    view = cai.validate(interface, who=type(obj).__name__)
+    if interface.get("strides") is None:
+        obj = _Strided(interface, view.strides, obj)
     return cudf.Series(obj, nan_as_null=False)  # NaN is a value, not a null
+
+
+def _device(s: Any) -> tuple[str, int]:
+    """The device holding the column's values (the runtime's answer for its pointer)."""
+    v = view(s)
+    return "cuda", devices.pointer_device(v.ptr) if v.ptr else v.device[1]
 
 
 def to_device(arr: Any, index: int) -> Any:
@@ -51,10 +85,10 @@ ADAPTER = ArrayAdapter(
     package="cudf",
     install="pip install cudf-cu12 or cudf-cu13 (RAPIDS)",
     devices=("cuda",),
-    gpu_rules=ConsumerRules(c_contiguous=True, name="cuDF"),
+    gpu_rules=ConsumerRules(c_contiguous=True, ndim=1, accepts=_accepts, name="cuDF"),
     is_value=_is_value,
     view=view,
-    device=lambda s: ("cuda", 0),
+    device=_device,
     to_numpy=lambda s: _export_cai(s).to_numpy(),
     export_cai=_export_cai,
     from_cai=from_cai,

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Any
 
-from ..protocols import cai
+from ..protocols import cai, dlpack
 from ..view import BufferView
-from .base import ArrayAdapter, ConsumerRules
+from .base import ArrayAdapter, ConsumerRules, readonly_source
+
+_DTYPES = frozenset((*dlpack.NAMED.values(), "bfloat16"))
+"""The dtype strings CuPy 14 holds (bfloat16 through ml_dtypes, as its DLPack import)."""
 
 
 def _is_value(x: Any) -> bool:
@@ -20,8 +24,19 @@ def _device(x: Any) -> tuple[str, int]:
 
 
 def view(x: Any) -> BufferView:
-    """The :class:`BufferView` of a CuPy array, from its CUDA Array Interface."""
-    return cai.validate(x.__cuda_array_interface__, who="cupy.ndarray", device=x.device.id)
+    """The :class:`BufferView` of a CuPy array, from its CUDA Array Interface; the dtype of an
+    ml_dtypes array (bfloat16) by its name, as CuPy's DLPack export names it (``kDLBfloat``),
+    not by the interface's ``<V2``."""
+    v = cai.validate(x.__cuda_array_interface__, who="cupy.ndarray", device=x.device.id)
+    dtype = x.dtype
+    if dtype.type.__module__ == "ml_dtypes":
+        return replace(v, dtype=dlpack.typestr_of(dtype))
+    return v
+
+
+def accepts(ts: str) -> str | None:
+    """Why CuPy cannot hold dtype string ``ts`` (``None``: it can)."""
+    return None if ts in _DTYPES else f"CuPy has no dtype {ts}"
 
 
 def _from_dlpack(producer: Any) -> Any:
@@ -30,12 +45,27 @@ def _from_dlpack(producer: Any) -> Any:
     return cupy.from_dlpack(producer)
 
 
-def from_cai(obj: Any) -> Any:
+def from_cai(obj: Any, stream: int | None = None) -> Any:
     """Wrap any CAI producer as a CuPy array (CuPy waits on the producer's stream)."""
     import cupy
 
     cai.validate(cai.interface_of(obj), who=type(obj).__name__)
     return cupy.asarray(obj)
+
+
+def _readonly_hazard(x: Any) -> str | None:
+    if readonly_source(x):
+        return ("CuPy arrays cannot be read-only: writes through the result change memory the "
+                "source treats as read-only/immutable")
+    return None
+
+
+def device_copy(x: Any, ts: str | None) -> Any:
+    """A fresh compact row-major copy of ``x`` on its device (cast to ``ts`` if given)."""
+    import cupy
+
+    return cupy.array(x, dtype=None if ts is None else dlpack.numpy_dtype(ts), copy=True,
+                      order="C")
 
 
 def to_device(arr: Any, index: int) -> Any:
@@ -51,10 +81,11 @@ ADAPTER = ArrayAdapter(
     aliases=("cp",),
     modules=("cupy",),
     package="cupy",
-    install='pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"',
+    install='pip install "interop-mempool[gpu-cu12]" or "interop-mempool[gpu-cu13]"',
     devices=("cuda",),
     hub=True,
     rules=ConsumerRules(name="CuPy"),
+    gpu_rules=ConsumerRules(name="CuPy", accepts=accepts),
     is_value=_is_value,
     view=view,
     device=_device,
@@ -62,7 +93,9 @@ ADAPTER = ArrayAdapter(
     export_dlpack=lambda x: x,
     from_dlpack=_from_dlpack,
     dlpack_call="cupy.from_dlpack",
+    dlpack_hazard=_readonly_hazard,
     export_cai=lambda x: x,
     from_cai=from_cai,
+    device_copy=device_copy,
     to_device=to_device,
 )

@@ -8,6 +8,9 @@ from typing import Any
 from ..record import record
 from .verdicts import Check
 
+CAI_VIA = "CUDA Array Interface"
+"""The ``via`` of the CUDA Array Interface edges (the runner orders them for a stream)."""
+
 C_CONTIGUOUS, ALIGNED = 0x1, 0x100
 """NumPy's flag bits (``ndarray.flags.num``), for :attr:`Accepts.flags`."""
 

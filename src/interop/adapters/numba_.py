@@ -5,9 +5,18 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..protocols import cai
+from .. import devices
+from ..errors import DeviceError
+from ..protocols import cai, dlpack
 from ..view import BufferView
-from .base import ArrayAdapter
+from .base import ArrayAdapter, ConsumerRules
+
+_DTYPES = frozenset(dlpack.NAMED.values())
+
+
+def _accepts(ts: str) -> str | None:
+    return None if ts in _DTYPES else (f"Numba device arrays have no dtype {ts} (they hold "
+                                       "NumPy's own dtypes)")
 
 
 def _is_value(x: Any) -> bool:
@@ -21,17 +30,19 @@ def view(x: Any) -> BufferView:
 
 
 def _device(x: Any) -> tuple[str, int]:
-    return "cuda", _context_device(x)
+    """The device holding the array's memory: the CUDA runtime's answer for its pointer (an
+    array made from another device's pointer is in the current context, not on its
+    device); the context's device when the runtime cannot be asked (no CuPy)."""
+    ptr = x.device_ctypes_pointer.value
+    if ptr:
+        try:
+            return "cuda", devices.pointer_device(ptr)
+        except DeviceError:
+            pass
+    return "cuda", int(x.gpu_data.context.device.id)
 
 
-def _context_device(x: Any) -> int:
-    try:
-        return int(x.gpu_data.context.device.id)
-    except AttributeError:
-        return 0
-
-
-def from_cai(obj: Any) -> Any:
+def from_cai(obj: Any, stream: int | None = None) -> Any:
     """Wrap any CAI producer as a Numba device array (Numba waits on its stream)."""
     from numba import cuda
 
@@ -52,8 +63,9 @@ ADAPTER = ArrayAdapter(
     aliases=("numba.cuda", "devicendarray"),
     modules=("numba",),
     package="numba",
-    install='pip install "interop[gpu-cu12]" or "interop[gpu-cu13]"',
+    install='pip install "interop-mempool[gpu-cu12]" or "interop-mempool[gpu-cu13]"',
     devices=("cuda",),
+    gpu_rules=ConsumerRules(name="Numba", accepts=_accepts),
     is_value=_is_value,
     view=view,
     device=_device,

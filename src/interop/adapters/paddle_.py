@@ -62,7 +62,7 @@ def blocked() -> str | None:
     if "paddle" in sys.modules:
         return None
     if not _installed():
-        return "paddle is not installed: pip install paddlepaddle (or interop[paddle])"
+        return "paddle is not installed: pip install paddlepaddle (or interop-mempool[paddle])"
     if "tensorflow" not in sys.modules:
         return None
     return ("paddle cannot be imported after tensorflow in one process: both bundle protobuf "
@@ -82,7 +82,8 @@ def _paddle() -> Any:
         import paddle.utils.dlpack  # noqa: F401
     except ImportError as e:
         raise FrameworkMissingError(
-            f"paddle is not importable ({e}): pip install paddlepaddle (or interop[paddle])"
+            f"paddle is not importable ({e}): pip install paddlepaddle "
+            "(or interop-mempool[paddle])"
         ) from e
     return paddle
 
@@ -231,9 +232,10 @@ ADAPTER = ArrayAdapter(
     aliases=("paddlepaddle",),
     modules=("paddle",),
     package="paddle",
-    install='pip install paddlepaddle (or "interop[paddle]")',
+    install='pip install paddlepaddle (or "interop-mempool[paddle]")',
     devices=("cpu", "cuda"),
     rules=RULES,
+    gpu_rules=RULES,  # its DLPack import is the same on a GPU
     is_value=_is_value,
     view=view,
     device=_device,

@@ -52,6 +52,8 @@ def _is_buffer(x: Any) -> bool:
         memoryview(x)
     except TypeError:
         return False
+    except Exception:  # the type has a buffer slot that fails: it claims the protocol, and
+        return True  # the conversion names the failure (as an interop error)
     return True
 
 
@@ -115,11 +117,19 @@ CAI_PRODUCER = ArrayAdapter(
     export_cai=lambda x: x,
 )
 
+def _producer_device(x: Any) -> tuple[str, int]:
+    """Where the producer's ``__dlpack_device__`` says its memory is."""
+    code, index = dlpack.device_of(x)
+    return dlpack.device_name(code), index
+
+
 PRODUCER = ArrayAdapter(
     name="dlpack-producer",
     target=False,
     modules=(),
     package="numpy",
+    devices=("cpu", "cuda"),
+    device=_producer_device,
     is_value=_is_dlpack_producer,
     view=_producer_view,
     to_numpy=_producer_to_numpy,

@@ -169,7 +169,7 @@ ADAPTER = ArrayAdapter(
     modules=("pyarrow",),
     package="pyarrow",
     chunks=lambda x: x.chunks if type(x).__name__ == "ChunkedArray" and x.num_chunks > 1 else None,
-    install='pip install "interop[arrow]"',
+    install='pip install "interop-mempool[arrow]"',
     is_value=_is_value,
     view=view,
     to_numpy=to_numpy,

@@ -33,6 +33,8 @@ class ConsumerRules:
     misaligned: str = NEEDS_COPY
     """The verdict on a buffer below ``alignment``: ``NEEDS_COPY``, or ``STEP_COPIES`` for a
     consumer that copies such a buffer itself (XLA on the CPU)."""
+    ndim: int | None = None
+    """The one number of dimensions the consumer holds (cuDF columns: 1); ``None``: any."""
     itemsize_aligned: frozenset[str] = frozenset()
     """Dtype strings whose data pointer and strides the consumer needs at multiples of the
     itemsize (torch's complex kernels load ``complex<double>`` as one 16-byte aligned unit)."""
@@ -57,6 +59,9 @@ def view_obstacle(view: BufferView, rules: ConsumerRules) -> tuple[str, str] | N
     verdict = dtype_obstacle(rules, view.dtype)
     if verdict is not None:
         return verdict
+    if rules.ndim is not None and view.ndim != rules.ndim:
+        return UNSUPPORTED, (f"{rules.name} holds {rules.ndim}-dimensional arrays only; the "
+                             f"buffer has shape {view.shape} (reshape it first)")
     if not rules.negative_strides and view.has_negative_strides():
         return NEEDS_COPY, (f"negative strides {view.strides}: {rules.name} "
                             f"{rules.negative_strides_why}")

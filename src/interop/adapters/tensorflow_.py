@@ -64,7 +64,8 @@ def _tf() -> Any:
         import tensorflow as tf
     except ImportError as e:
         raise FrameworkMissingError(
-            f"tensorflow is not importable ({e}): pip install tensorflow (or interop[tensorflow])"
+            f"tensorflow is not importable ({e}): pip install tensorflow "
+            "(or interop-mempool[tensorflow])"
         ) from e
     return tf
 
@@ -78,7 +79,8 @@ def missing() -> str | None:
     """Why tensorflow cannot be a target here (``None``: it can); never imports it."""
     if "tensorflow" in sys.modules or _installed():
         return None
-    return "tensorflow is not installed: pip install tensorflow (or interop[tensorflow])"
+    return ("tensorflow is not installed: pip install tensorflow "
+            "(or interop-mempool[tensorflow])")
 
 
 def _accepts(ts: str) -> str | None:
@@ -336,9 +338,10 @@ ADAPTER = ArrayAdapter(
     aliases=("tf",),
     modules=("tensorflow",),
     package="tensorflow",
-    install='pip install tensorflow (or "interop[tensorflow]")',
+    install='pip install tensorflow (or "interop-mempool[tensorflow]")',
     devices=("cpu", "cuda"),
     rules=RULES,
+    gpu_rules=RULES,  # its DLPack import checks the same on a GPU
     holds_read_only=True,
     is_value=_is_value,
     view=view,

@@ -129,10 +129,11 @@ class _Writable:
         self.owner = owner
 
 
-def _from_cai(obj: Any) -> Any:
+def _from_cai(obj: Any, stream: int | None = None) -> Any:
     """A tensor over a CAI producer's memory, on the device that holds it (torch reads the
     pointer's device when none is given; naming one would copy, or mislabel, the data), after
-    the producer's ``stream`` (CAI v3), which torch itself does not wait on."""
+    the producer's ``stream`` (CAI v3), which torch itself does not wait on: the consumer's
+    ``stream`` (a spec number; ``None``: torch's current stream) waits for it."""
     import torch
 
     from ..protocols import cai
@@ -141,11 +142,52 @@ def _from_cai(obj: Any) -> Any:
     view = cai.validate(interface, who=type(obj).__name__)
     if view.readonly:
         obj = _Writable(dict(interface, data=(view.ptr, False)), obj)
-    stream = cai.stream_of(interface)
-    if stream is not None and not cai.sync_disabled():
-        producer = torch.cuda.ExternalStream(stream)
-        torch.cuda.current_stream(producer.device).wait_stream(producer)
+    produced = cai.stream_of(interface)
+    if produced is not None and not cai.sync_disabled():
+        consumer = torch.cuda.current_stream() if stream is None else _stream(torch, stream)
+        consumer.wait_stream(_stream(torch, produced))
     return torch.as_tensor(obj)
+
+
+def _stream(torch: Any, n: int) -> Any:
+    """The torch stream for a stream the protocols number ``n``: 1 (legacy default) is
+    torch's default stream, as ``Tensor.__dlpack__`` maps it; 2 (the per-thread default,
+    whose handle ``cudaStreamPerThread`` is 2) and any ``cudaStream_t`` an external stream
+    (torch reads an even id as a raw handle, an odd one as a stream of its own)."""
+    if n == dlpack.STREAM_LEGACY:
+        return torch.cuda.default_stream()
+    return torch.cuda.ExternalStream(n)
+
+
+class _Streamed:
+    """A CUDA tensor's CUDA Array Interface as version 3, naming the stream its data is
+    ordered on (torch's current stream), which torch's own (version 2) leaves out: a CAI
+    consumer then synchronises on it, as the spec asks. It keeps the tensor alive."""
+
+    __slots__ = ("__cuda_array_interface__", "owner")
+
+    def __init__(self, t: Any) -> None:
+        import torch
+
+        handle = torch.cuda.current_stream(t.device).cuda_stream
+        self.__cuda_array_interface__ = dict(
+            t.__cuda_array_interface__, version=3,
+            stream=handle or dlpack.STREAM_LEGACY)  # 0: torch's default (legacy) stream
+        self.owner = t
+
+
+def _export_cai(t: Any) -> Any:
+    return _Streamed(_export(t))
+
+
+def _device_copy(t: Any, ts: str | None) -> Any:
+    """A fresh compact copy of a CUDA tensor on its device (cast to ``ts`` if given);
+    ``copy_`` resolves a lazy conjugate or negative bit (the caching allocator's blocks are
+    512-byte aligned)."""
+    import torch
+
+    dtype = t.dtype if ts is None else _tables()[1][ts]
+    return torch.empty(tuple(t.shape), dtype=dtype, device=t.device).copy_(t.detach())
 
 
 def _to_device(arr: Any, index: int) -> Any:
@@ -347,8 +389,9 @@ ADAPTER = ArrayAdapter(
     from_dlpack=_from_dlpack,
     dlpack_call="torch.from_dlpack",
     dlpack_hazard=_readonly_hazard,
-    export_cai=lambda t: _export(t),
+    export_cai=_export_cai,
     from_cai=_from_cai,
+    device_copy=_device_copy,
     to_device=_to_device,
     gpu_present=_gpu_present,
     edges=_edges,

@@ -69,7 +69,8 @@ def render(d: dict[str, Any]) -> str:
             continue
         lines.append(f"  {f['name']:<{w}} {f['version'] or '?':<12} devices: "
                      f"{', '.join(f['devices']):<10} protocols: "
-                     f"{', '.join(f['protocols']) or 'native calls only (no DLPack)'}")
+                     f"{', '.join(f['protocols']) or 'native calls only (no DLPack)'}"
+                     + ("" if f.get("target", True) else " (a source only)"))
     g = d["gpus"]
     lines += ["", f"GPUs: {g['count']}" + ("" if g["count"] else f" ({g['detail']})")]
     p = d["pool"]

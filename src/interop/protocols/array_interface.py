@@ -66,7 +66,7 @@ def validate(obj: Any) -> dict:
     if data is None:
         try:
             memoryview(obj)
-        except TypeError:
+        except Exception:  # no buffer slot (TypeError), or one that fails (BufferError)
             raise ProtocolError(f"{name}.__array_interface__ has no 'data' and {name} exposes no "
                                 "buffer protocol to take it from") from None
     if ai.get("mask") is not None:

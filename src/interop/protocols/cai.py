@@ -2,7 +2,7 @@
 
 Every malformed dict raises :class:`~interop.errors.ProtocolError` naming the key; a
 ``mask`` is refused (the masked values would be lost); ``stream`` must be ``None`` or a
-positive int (0 is ambiguous and forbidden by the spec).
+non-negative int (:func:`stream_of` says what 0 is taken for).
 """
 
 from __future__ import annotations
@@ -91,16 +91,32 @@ def validate(cai: Any, *, who: str = "producer", device: int = 0) -> BufferView:
     if version >= 3 and stream is not None:
         if not isinstance(stream, int) or isinstance(stream, bool):
             raise ProtocolError(f"{where}['stream'] must be None or an int, got {stream!r}")
-        if stream == 0:
-            raise ProtocolError(f"{where}['stream'] is 0, which the CUDA Array Interface "
-                                "forbids (ambiguous between legacy and per-thread default)")
+        if stream < 0:
+            raise ProtocolError(f"{where}['stream'] is {stream}; a stream is None, 1 (legacy "
+                                "default), 2 (per-thread default) or a cudaStream_t")
     return BufferView(ptr, shape, tuple(strides), itemsize, typestr, ("cuda", device),
                       readonly, None)
 
 
 def stream_of(cai: dict[str, Any]) -> int | None:
-    """The producer's stream to wait on (``None``: no synchronisation needed)."""
-    return cai.get("stream") if cai.get("version", 0) >= 3 else None
+    """The producer's stream to wait on (``None``: no synchronisation needed), as the spec
+    numbers them: 1 the legacy default stream, 2 the per-thread default, else a
+    ``cudaStream_t``.
+
+    The spec disallows 0 (ambiguous between the two default streams), yet Numba exports it
+    for an array on ``cuda.default_stream()``, and CuPy and Numba, as consumers, take it and
+    synchronise the stream handle 0. interop takes it as the legacy default stream (1): work
+    on the per-thread default stream is ordered before the legacy stream's too, so waiting
+    on it is safe under either reading.
+    """
+    if cai.get("version", 0) < 3:
+        return None
+    stream = cai.get("stream")
+    return STREAM_LEGACY if stream == 0 else stream
+
+
+STREAM_LEGACY = 1
+"""The CUDA legacy default stream, as the CAI (and DLPack) number it."""
 
 
 def _typestr(ts: Any, where: str) -> tuple[int, str]:

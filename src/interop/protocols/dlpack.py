@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import operator
+import sys
 from typing import Any
 
 from ..errors import (
@@ -89,15 +91,15 @@ def stream_argument(stream: Any, device_type: int = 2) -> int | None:
     synchronisation, ``1`` legacy default, ``2`` per-thread default, a larger value a
     ``cudaStream_t``; ``0`` is ambiguous and refused; ROCm: ``0`` default, ``1``/``2``
     refused), or a stream object of any framework (``__cuda_stream__``, torch's
-    ``cuda_stream``, CuPy's ``ptr``, Numba's ``handle``), whose default stream maps to the
-    spec's legacy default.
+    ``cuda_stream``, CuPy's ``ptr``, Numba's ``handle``), whose default stream (handle 0)
+    maps to the default stream its framework means by it (:func:`default_stream`).
     """
     if stream is None:
         return None
     rocm = device_type == Device.ROCM
     if not (isinstance(stream, int) and not isinstance(stream, bool)):
         handle = _stream_handle(stream)
-        return (0 if rocm else STREAM_LEGACY) if handle == 0 else handle
+        return (0 if rocm else default_stream(stream)) if handle == 0 else handle
     if device_type not in CUDA_LIKE:
         raise ProtocolError(f"stream={stream!r} was given for a device of DLPack type "
                             f"{device_type}: streams exist on CUDA and ROCm only; pass None")
@@ -113,6 +115,24 @@ def stream_argument(stream: Any, device_type: int = 2) -> int | None:
         raise ProtocolError(f"stream={stream} names a CUDA default stream, which ROCm does "
                             "not have: pass 0 for the default stream, or the stream object")
     return stream
+
+
+def default_stream(stream: Any) -> int:
+    """The spec's number for the default stream a framework's stream object of handle 0
+    stands for: CuPy's and Numba's per-thread default stream when they are set to use it
+    (``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM``, CuPy's own ``get_default_stream_ptr``; Numba's
+    ``CUDA_PER_THREAD_DEFAULT_STREAM``), else, as torch's ``from_dlpack`` says of its own,
+    the legacy default stream."""
+    top = type(stream).__module__.partition(".")[0]
+    if top == "cupy":
+        backend = sys.modules.get("cupy_backends.cuda.stream")
+        if backend is not None:
+            return int(backend.get_default_stream_ptr())
+    elif top == "numba":
+        config = sys.modules.get("numba.cuda.core.config")
+        if config is not None and getattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", 0):
+            return STREAM_PER_THREAD
+    return STREAM_LEGACY
 
 
 def _stream_handle(stream: Any) -> int:
@@ -256,16 +276,33 @@ def device_of(x: Any) -> tuple[int, int]:
     except Exception as e:  # a producer that raises is a broken producer
         raise ProtocolError(
             f"{type(x).__name__}.__dlpack_device__() raised {type(e).__name__}: {e}") from e
-    if (not isinstance(dev, tuple) or len(dev) != 2
-            or not all(isinstance(v, int) for v in dev)):
+    pair = _int_pair(dev)
+    if pair is None:
         raise ProtocolError(
             f"{type(x).__name__}.__dlpack_device__() returned {dev!r}; "
             "the spec requires a tuple (device_type, device_id) of two ints"
         )
-    code, index = int(dev[0]), int(dev[1])
+    code, index = pair
     if code not in Device._value2member_map_:
         raise ProtocolError(f"{type(x).__name__}.__dlpack_device__() names unknown device {code}")
     return code, index
+
+
+def _int_pair(dev: Any) -> tuple[int, int] | None:
+    """``(device_type, device_id)`` read as the frameworks read it, or ``None``: each an int,
+    or an enum that is not an ``int`` subclass (DALI's ``DLDeviceType``, a pybind11 enum)
+    taken through ``__index__`` or its ``.value``, as ``int(v)`` and ``v.value`` read it."""
+    if not isinstance(dev, tuple) or len(dev) != 2:
+        return None
+    out = []
+    for v in dev:
+        if not isinstance(v, int):
+            try:  # an Enum member has .value; a pybind11 enum has both
+                v = operator.index(getattr(v, "value", v))
+            except Exception:  # not an integer of any kind: the caller says what is wrong
+                return None
+        out.append(int(v))
+    return out[0], out[1]
 
 
 def export(x: Any, *, stream: int | None = None, versioned: bool = True,

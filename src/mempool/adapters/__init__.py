@@ -4,10 +4,13 @@ Every adapter module has the same small interface::
 
     NAME: str                      # the name users pass in frameworks=[...]
     MODULE: str                    # the importable package, checked without importing it
-    check(devices) -> None         # raise OrderError if it is too late; changes nothing
+    check(devices, **options) -> None  # raise OrderError if it is too late; changes nothing
     install(resources, **options) -> state  # hook the framework; return what uninstall needs
-    uninstall(state) -> bool       # put the previous hook back; False if that is impossible
-    status() -> FrameworkStatus    # the live truth, read from the framework; imports nothing
+    uninstall(state) -> Unrestored | None   # put the previous hook back; None when it could
+    status(backend) -> FrameworkStatus      # the live truth, read from the framework
+
+*options* are the framework's entry of ``Settings.options()`` (e.g. ``backend``); *backend*
+is the live (or pinned) pool's backend, ``None`` without one. ``status`` imports nothing.
 
 Adding a framework: write its module and add its name to ``ADAPTERS``.
 """
@@ -20,11 +23,12 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigError
-from ._base import FrameworkStatus, is_installed
+from ._base import FrameworkStatus, Unrestored, is_installed
 
 __all__ = [
     "ADAPTERS",
     "FrameworkStatus",
+    "Unrestored",
     "install_all",
     "load",
     "select",
@@ -82,15 +86,19 @@ def install_all(
     return installed
 
 
-def uninstall_all(installed: Sequence[tuple[ModuleType, Any]]) -> list[str]:
-    """Uninstall in reverse order; return the names that could not be restored."""
-    stuck = []
+def uninstall_all(installed: Sequence[tuple[ModuleType, Any]]) -> list[Unrestored]:
+    """Uninstall every adapter, in reverse order; return what could not be restored.
+
+    One adapter that cannot give its framework back never stops the others.
+    """
+    left = []
     for adapter, state in reversed(installed):
-        if adapter.uninstall(state) is False:
-            stuck.append(adapter.NAME)
-    return stuck
+        outcome = adapter.uninstall(state)
+        if outcome is not None:
+            left.append(outcome)
+    return left
 
 
-def statuses() -> dict[str, FrameworkStatus]:
-    """Every framework's live routing status, without importing any framework."""
-    return {name: load(name).status() for name in ADAPTERS}
+def statuses(backend: str | None = None) -> dict[str, FrameworkStatus]:
+    """Every framework's live routing status under a pool of *backend* (None: no pool)."""
+    return {name: load(name).status(backend) for name in ADAPTERS}

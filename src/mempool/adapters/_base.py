@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["ABSENT", "FrameworkStatus", "is_installed", "restore_env", "set_env"]
+__all__ = ["ABSENT", "FrameworkStatus", "Unrestored", "is_installed", "restore_env", "set_env"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,23 @@ class FrameworkStatus:
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form for JSON."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Unrestored:
+    """What an adapter's ``uninstall`` could not give back, and why.
+
+    ``keeps_pool``: the framework still allocates from the pool afterwards (PyTorch on
+    RMM's pluggable allocator, or natively on the device's default pool; XLA's
+    ``cuda_async``), so the pool's side must stay as the framework uses it.
+    """
+
+    name: str
+    reason: str
+    keeps_pool: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.reason}"
 
 
 def is_installed(module: str) -> bool:

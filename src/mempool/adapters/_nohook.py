@@ -53,11 +53,10 @@ class NoHook:
             return UNTOUCHED  # the user's explicit choice wins
         return set_env(self.env_var, self.env_value)
 
-    def uninstall(self, previous: Any) -> bool:
+    def uninstall(self, previous: Any) -> None:
         """Put the variable back exactly as it was."""
         if previous is not UNTOUCHED:
             restore_env(self.env_var, previous)
-        return True
 
     def status(self) -> FrameworkStatus:
         """Always *not routed*; the reason says what the framework does with GPU memory."""

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._base import FrameworkStatus, is_installed
+from ._base import FrameworkStatus, Unrestored, is_installed
 
 NAME = "cudf"
 MODULE = "cudf"
@@ -29,12 +29,12 @@ def install(resources: Mapping[int, Any]) -> Any:
     return None
 
 
-def uninstall(previous: Any) -> bool:
+def uninstall(previous: Any) -> Unrestored | None:
     """Nothing was hooked, nothing to undo."""
-    return True
+    return None
 
 
-def status() -> FrameworkStatus:
+def status(backend: str | None = None) -> FrameworkStatus:
     """cuDF is routed whenever it is installed: it always allocates through RMM."""
     if not is_installed(MODULE):
         return FrameworkStatus(NAME, False, "not installed", installed=False)

@@ -1,11 +1,19 @@
-"""JAX/XLA: no external-allocator hook, so coexistence: not routed, told not to preallocate.
+"""JAX/XLA: no external-allocator hook; routed only natively, on the device's default pool.
 
 Before JAX's backend starts, :func:`install` sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false``
-(XLA then allocates on demand beside the pool instead of taking 75% of the GPU) and, if
-asked, ``XLA_PYTHON_CLIENT_ALLOCATOR`` (``"platform"``: cudaMalloc/cudaFree per buffer, frees
-at once; ``"cuda_async"``: CUDA's stream-ordered allocator). JAX reads both when its backend
-starts; afterwards they change nothing, and a warning says so. :func:`status` shows what
-JAX's GPU devices hold (``Device.memory_stats()``).
+(XLA then allocates on demand instead of taking 75% of the GPU) and, if asked,
+``XLA_PYTHON_CLIENT_ALLOCATOR`` (``"platform"``: cudaMalloc/cudaFree per buffer, frees at
+once; ``"cuda_async"``: XLA's ``GpuCudaMallocAsyncAllocator``). JAX reads them when its
+backend starts (``jaxlib.xla_client.generate_pjrt_gpu_plugin_options``).
+
+With ``backend="pool"`` JAX allocates beside RMM's pool: not routed, and a JAX already
+started only earns a warning. With ``backend="async"`` the pool *is* the device's default
+pool, which XLA's ``cuda_async`` allocator draws from (``cuDeviceGetDefaultMemPool``), so
+JAX is routed natively; it also sets the pool's release threshold to its memory fraction of
+the device when it starts, so mempool sets ``XLA_PYTHON_CLIENT_MEM_FRACTION=1.0`` (unless
+you set a fraction): XLA then writes "the whole device", which keeps everything as
+mempool's threshold does. A JAX that already started on the GPU with another allocator is
+an :class:`OrderError` there. :func:`status` shows what JAX's GPU devices hold.
 """
 
 from __future__ import annotations
@@ -16,9 +24,9 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ConfigError, MempoolWarning
+from ..errors import ConfigError, MempoolWarning, OrderError
 from ..sizes import format_size
-from ._base import FrameworkStatus, restore_env, set_env
+from ._base import FrameworkStatus, Unrestored, restore_env, set_env
 from ._nohook import UNTOUCHED, NoHook
 
 NAME = "jax"
@@ -26,6 +34,10 @@ MODULE = "jax"
 ENV_VAR = "XLA_PYTHON_CLIENT_PREALLOCATE"
 ALLOCATOR_VAR = "XLA_PYTHON_CLIENT_ALLOCATOR"
 ALLOCATORS = ("platform", "cuda_async")
+SHARED = "cuda_async"  # the XLA allocator that draws from the device's default pool
+# The memory fraction XLA reads (jaxlib 0.10: the first is new, the second deprecated but
+# read by every jaxlib); XLA sets the default pool's release threshold to fraction x memory.
+FRACTION_VARS = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")
 _GPU_PLATFORMS = ("cuda", "gpu", "rocm")
 
 
@@ -55,12 +67,31 @@ def check_allocator(allocator: str | None) -> None:
         )
 
 
-def check(devices: Sequence[int]) -> None:
-    """Nothing to refuse: a JAX backend that is already up only earns a warning."""
+def _env_allocator() -> str:
+    return os.environ.get(ALLOCATOR_VAR, "default").strip().lower()
+
+
+def check(devices: Sequence[int], allocator: str | None = None, backend: str = "pool") -> None:
+    """``backend="async"``: :class:`OrderError` if JAX already started on the GPU with an
+    allocator other than ``cuda_async``. Otherwise a started JAX only earns a warning."""
+    if backend == "async" and _started()[1] and _env_allocator() != SHARED:
+        raise OrderError(
+            f"JAX already started on the GPU with XLA's {_env_allocator()!r} allocator, which "
+            "XLA chooses once, when its backend starts, so it cannot share the device's "
+            "default pool: call use_rmm_pool(backend='async') before the first JAX "
+            f"operation, or start Python with {ALLOCATOR_VAR}={SHARED}, or pass "
+            "frameworks=[...] without 'jax'"
+        )
+
+
+def _set_fraction(backend: str) -> Any:
+    if backend != "async" or _started()[0] or any(v in os.environ for v in FRACTION_VARS):
+        return UNTOUCHED  # the user's fraction wins (status() shows the threshold it gives)
+    return set_env(FRACTION_VARS[1], "1.0")
 
 
 def _set_allocator(allocator: str | None) -> Any:
-    if allocator is None:
+    if allocator is None or (_started()[0] and _env_allocator() == allocator):
         return UNTOUCHED
     if _started()[0]:
         warnings.warn(
@@ -81,27 +112,48 @@ def _set_allocator(allocator: str | None) -> Any:
     return set_env(ALLOCATOR_VAR, allocator)
 
 
-def install(resources: Mapping[int, Any], allocator: str | None = None) -> Any:
+def install(
+    resources: Mapping[int, Any], allocator: str | None = None, backend: str = "pool"
+) -> Any:
     """Tell XLA not to preallocate (and which allocator, if given) before it starts.
 
+    ``backend="async"`` also sets its memory fraction to 1.0 (see the module's doc).
     Returns the variables' previous values for :func:`uninstall`.
     """
     check_allocator(allocator)
     chosen = _set_allocator(allocator)
+    fraction = UNTOUCHED
     try:
-        return _HOOK.install(), chosen
+        fraction = _set_fraction(backend)
+        # A JAX already on the GPU under "async" runs cuda_async (check() made sure): shared.
+        shared = backend == "async" and _started()[1]
+        return (UNTOUCHED if shared else _HOOK.install()), chosen, fraction, backend
     except BaseException:
         if chosen is not UNTOUCHED:
             restore_env(ALLOCATOR_VAR, chosen)
+        if fraction is not UNTOUCHED:
+            restore_env(FRACTION_VARS[1], fraction)
         raise
 
 
-def uninstall(previous: Any) -> bool:
-    """Restore both variables exactly as :func:`install` found them."""
-    preallocate, allocator = previous
+def uninstall(previous: Any) -> Unrestored | None:
+    """Restore the variables exactly as :func:`install` found them; say if XLA keeps the pool.
+
+    A JAX that started on the GPU under ``backend="async"`` keeps ``cuda_async`` (XLA chose
+    it when its backend started) and keeps allocating from the device's default pool.
+    """
+    preallocate, allocator, fraction, backend = previous
     if allocator is not UNTOUCHED:
         restore_env(ALLOCATOR_VAR, allocator)
-    return _HOOK.uninstall(preallocate)
+    if fraction is not UNTOUCHED:
+        restore_env(FRACTION_VARS[1], fraction)
+    _HOOK.uninstall(preallocate)
+    if backend == "async" and _started()[1]:
+        return Unrestored(NAME, (
+            f"XLA chose its {SHARED} allocator when JAX's GPU backend started and keeps it "
+            "for the life of the process: it still allocates from the device's default pool"
+        ), keeps_pool=True)
+    return None
 
 
 def memory() -> dict[str, dict[str, int]]:
@@ -132,12 +184,21 @@ def describe_memory(held: Mapping[str, Mapping[str, int]]) -> str:
     return "; ".join(parts)
 
 
-def status() -> FrameworkStatus:
-    """Always not routed; says how XLA allocates, and what its GPU devices hold."""
+def status(backend: str | None = None) -> FrameworkStatus:
+    """Says how XLA allocates and what its GPU devices hold; routed only natively, on the
+    default pool, while that pool is the pool (``backend="async"``)."""
     report = _HOOK.status()
+    started, on_gpu = _started()
+    if report.installed and backend == "async" and _env_allocator() == SHARED and (
+            on_gpu or not started):
+        reason = f"{ALLOCATOR_VAR}={SHARED}: XLA allocates natively from the device's default pool"
+        held = memory()
+        if held:
+            reason += f"; {describe_memory(held)} (XLA's own count of its share of the pool)"
+        return FrameworkStatus(NAME, True, reason + ("" if started else " (not started yet)"))
     allocator = os.environ.get(ALLOCATOR_VAR)
     reason = report.reason
-    if allocator and report.installed and not _started()[0]:
+    if allocator and report.installed and not started:
         reason += f"; {ALLOCATOR_VAR}={allocator}"
     held = memory() if report.installed else {}
     if held:
@@ -145,4 +206,4 @@ def status() -> FrameworkStatus:
     return FrameworkStatus(report.name, False, reason, report.installed)
 
 
-__all__ = ["ALLOCATORS", "check_allocator", "describe_memory", "memory"]
+__all__ = ["ALLOCATORS", "FRACTION_VARS", "SHARED", "check_allocator", "describe_memory", "memory"]

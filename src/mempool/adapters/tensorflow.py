@@ -6,7 +6,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._base import FrameworkStatus
+from ._base import FrameworkStatus, Unrestored
 from ._nohook import NoHook
 
 NAME = "tensorflow"
@@ -47,11 +47,12 @@ def install(resources: Mapping[int, Any]) -> Any:
     return _HOOK.install()
 
 
-def uninstall(previous: Any) -> bool:
+def uninstall(previous: Any) -> Unrestored | None:
     """Restore ``TF_FORCE_GPU_ALLOW_GROWTH`` exactly."""
-    return _HOOK.uninstall(previous)
+    _HOOK.uninstall(previous)
+    return None
 
 
-def status() -> FrameworkStatus:
+def status(backend: str | None = None) -> FrameworkStatus:
     """Always not routed; says whether TensorFlow will reserve or already holds GPU memory."""
     return _HOOK.status()

@@ -13,9 +13,10 @@ from ...adapters.base import installed
 
 CPU = ["numpy", "torch", "jax", "tensorflow", "paddle", "pyarrow", "pandas", "polars", "dlpack"]
 GPU = ["cupy", "numba", "cudf", "torch-cuda", "jax-gpu", "tensorflow-gpu", "paddle-gpu"]
-OPTIONAL = ("tensorflow", "paddle")
-"""Frameworks whose tests run in their own pytest process (``-m tensorflow``, ``-m paddle``);
-``--skip`` leaves them out of a probe."""
+OPTIONAL = ("tensorflow", "paddle", "dali")
+"""Frameworks whose tests run in their own pytest process (``-m tensorflow``, ``-m paddle``,
+``-m dali``); ``--skip`` leaves them out of a probe. DALI is a source only: its samples are
+rows of the layouts section (:data:`~.samples.LAYOUTS`)."""
 RETIRED = {"mxnet": "MXNet is retired upstream (Apache attic, 2023) and needs NumPy < 2"}
 """Frameworks interop deliberately has no adapter for, and why."""
 
@@ -23,7 +24,7 @@ PACKAGES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "pyarrow": "pyarro
             "pandas": "pandas", "polars": "polars", "dlpack": "numpy", "cupy": "cupy",
             "numba": "numba", "cudf": "cudf", "torch-cuda": "torch", "jax-gpu": "jax",
             "tensorflow": "tensorflow", "paddle": "paddle", "tensorflow-gpu": "tensorflow",
-            "paddle-gpu": "paddle"}
+            "paddle-gpu": "paddle", "dali": "nvidia.dali"}
 
 
 def package_installed(name: str) -> bool:

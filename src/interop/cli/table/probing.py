@@ -108,7 +108,7 @@ def build(gpu: tuple[int, str] | None = None, skip: tuple[str, ...] = ()) -> dic
     layouts = []
     for label, source, make in LAYOUTS:
         for t in CPU:
-            skipped = [n for n in (source, t) if PACKAGES[n] in skip]
+            skipped = [n for n in (source, t) if n in skip or PACKAGES[n] in skip]
             if skipped:
                 c = cell(source, t, NOT_PROBED, f"not probed here (skipped: {skipped[0]})")
             elif not (package_installed(source) and package_installed(t)):

@@ -134,6 +134,30 @@ def _bool() -> Any:
     return fresh_copy(np.arange(N) % 3 == 0)
 
 
+def _dali(sample: bool) -> Maker:
+    """A DALI CPU pipeline's output holding the table's sample: the ``TensorListCPU`` of 1024
+    scalars (a dense batch), or ``sample``: the one ``TensorCPU`` of a batch of one. The
+    origin is DALI's memory as NumPy reads it through DALI's own buffer protocol."""
+    def make() -> tuple[Any, Any]:
+        import numpy as np
+        from nvidia.dali import fn, pipeline_def
+
+        values = aligned()
+        batch = [values] if sample else list(values)
+
+        @pipeline_def(batch_size=len(batch), num_threads=1, device_id=None)
+        def pipe() -> Any:
+            return fn.external_source(source=lambda: batch, batch=True)
+
+        p = pipe()
+        p.build()
+        (tl,) = p.run()
+        value = tl[0] if sample else tl
+        return value, np.asarray(tl.as_tensor()).reshape(N)
+
+    return make
+
+
 LAYOUTS: list[tuple[str, str, Maker]] = [
     ("numpy strided [::2]", "numpy", _np(lambda: aligned(2 * N)[::2])),
     ("numpy negative strides [::-1]", "numpy", _np(lambda: aligned()[::-1])),
@@ -148,6 +172,8 @@ LAYOUTS: list[tuple[str, str, Maker]] = [
     ("pyarrow with nulls", "pyarrow", _arrow("nulls")),
     ("pyarrow ChunkedArray, 2 chunks", "pyarrow", _arrow("chunked")),
     ("pyarrow string", "pyarrow", _arrow("string")),
+    ("dali TensorListCPU, 1024 scalars (dense)", "dali", _dali(sample=False)),
+    ("dali TensorCPU, one sample of 1024", "dali", _dali(sample=True)),
 ]
 """``(label, source framework, maker)`` of each layout or dtype probed against every CPU
 target."""

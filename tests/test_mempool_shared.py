@@ -1,0 +1,459 @@
+"""``backend="async"``: every framework on the device's default CUDA pool, decided on the CPU.
+
+No device here, so every device call goes to a named stand-in: ``DriverStandIn`` plays the
+CUDA runtime of ``cuda.bindings`` (it records every call, in order, and keeps the pool's
+attributes), ``MemoryAsyncPoolStandIn`` plays ``cupy.cuda.MemoryAsyncPool``, and
+``TorchStandIn`` a CUDA build of PyTorch as far as mempool reads it. The settings written,
+their order, the errors and what ``close()`` gives back are the real code's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+import warnings
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import mempool
+from mempool import adapters, api, asyncpool
+from mempool import pool as pool_module
+from mempool.adapters import cupy as cupy_adapter
+from mempool.adapters import jax as jax_adapter
+from mempool.adapters import numba as numba_adapter
+from mempool.adapters import torch as torch_adapter
+from mempool.errors import ConfigError, MempoolWarning, OrderError
+
+cupy = pytest.importorskip("cupy")
+rmm_mr = pytest.importorskip("rmm.mr")
+pytest.importorskip("cuda.bindings.runtime")
+
+KEEP = (1 << 64) - 1
+DEFAULT_POOL, OTHER_POOL = 0xD00, 0x0A0
+ENV = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "XLA_PYTHON_CLIENT_ALLOCATOR",
+       "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+       "XLA_CLIENT_MEM_FRACTION", "MEMPOOL_BACKEND")
+
+
+class DriverStandIn:
+    """The CUDA runtime calls asyncpool makes, on one device whose current pool is another."""
+
+    cudaError_t = SimpleNamespace(cudaSuccess=0, cudaErrorMemoryAllocation=2)
+    cudaMemPoolAttr = SimpleNamespace(
+        cudaMemPoolAttrReleaseThreshold="threshold", cudaMemPoolAttrReservedMemCurrent="reserved",
+        cudaMemPoolAttrReservedMemHigh="reserved_high", cudaMemPoolAttrUsedMemCurrent="used",
+        cudaMemPoolAttrUsedMemHigh="used_high")
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.current = OTHER_POOL
+        self.attrs = {"threshold": 0, "reserved": 3 << 30, "reserved_high": 4 << 30,
+                      "used": 1 << 30, "used_high": 2 << 30}
+
+    def cudaDeviceGetDefaultMemPool(self, device: int) -> tuple[int, int]:
+        return 0, DEFAULT_POOL
+
+    def cudaDeviceGetMemPool(self, device: int) -> tuple[int, int]:
+        return 0, self.current
+
+    def cudaDeviceSetMemPool(self, device: int, pool: int) -> tuple[int]:
+        self.log.append(f"current pool {pool:#x}")
+        self.current = pool
+        return (0,)
+
+    def cudaMemPoolGetAttribute(self, pool: int, attr: str) -> tuple[int, int]:
+        assert pool == DEFAULT_POOL
+        return 0, self.attrs[attr]
+
+    def cudaMemPoolSetAttribute(self, pool: int, attr: str, value: Any) -> tuple[int]:
+        assert pool == DEFAULT_POOL
+        self.log.append(f"{attr} {int(value):#x}")
+        self.attrs[attr] = int(value)
+        return (0,)
+
+    def cudaMallocFromPoolAsync(self, size: int, pool: int, stream: int) -> tuple[int, int]:
+        self.log.append(f"prime {size}")
+        return 0, 0x1000
+
+    def cudaFreeAsync(self, ptr: int, stream: int) -> tuple[int]:
+        return (0,)
+
+    def cudaStreamSynchronize(self, stream: int) -> tuple[int]:
+        return (0,)
+
+
+class MemoryAsyncPoolStandIn:
+    """``cupy.cuda.MemoryAsyncPool``: records the handles it was built with."""
+
+    log: list[str] = []
+
+    def __init__(self, pool_handles: Any = "current") -> None:
+        self.pool_handles = pool_handles
+        self._pools = [DEFAULT_POOL if h == "default" else OTHER_POOL for h in pool_handles]
+        self.log.append(f"cupy MemoryAsyncPool({pool_handles})")
+
+    def malloc(self, size: int) -> None:  # never called: nothing allocates here
+        raise AssertionError
+
+
+def torch_stand_in(backend: str) -> types.ModuleType:
+    """A CUDA build of PyTorch that was imported with the allocator *backend*."""
+    module = types.ModuleType("torch")
+    module.version = SimpleNamespace(cuda="12.9", hip=None)
+    module._C = SimpleNamespace(_cuda_getAllocatorBackend=lambda: backend,
+                                _cuda_getAllocator=lambda: None,
+                                _cuda_changeCurrentAllocator=lambda a: None)
+    module.cuda = SimpleNamespace(is_initialized=lambda: False)
+    return module
+
+
+@pytest.fixture
+def log() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def driver(monkeypatch, log) -> DriverStandIn:
+    runtime = DriverStandIn(log)
+    monkeypatch.setattr(asyncpool, "_runtime", lambda: runtime)
+    return runtime
+
+
+@pytest.fixture
+def clean(monkeypatch):
+    """No allocator variable set, torch not imported, JAX not started, CuPy's allocator kept."""
+    for var in ENV:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setitem(sys.modules, "jax._src.xla_bridge", SimpleNamespace(_backends={}))
+    before = cupy.cuda.get_allocator()
+    yield monkeypatch
+    cupy.cuda.set_allocator(before)
+
+
+@pytest.fixture
+def cupy_async(monkeypatch, log):
+    MemoryAsyncPoolStandIn.log = log
+    monkeypatch.setattr(cupy.cuda, "MemoryAsyncPool", MemoryAsyncPoolStandIn)
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", lambda: 2)
+    monkeypatch.setattr(cupy.cuda.runtime, "getDevice", lambda: 0)
+    monkeypatch.setattr(cupy.cuda.runtime, "deviceGetDefaultMemPool", lambda d: DEFAULT_POOL)
+
+
+# --- the driver pool: share, one threshold, give back ------------------------------------
+
+def test_share_settle_unshare_write_the_driver_in_order(driver, log) -> None:
+    shared = asyncpool.share(0)
+    assert (shared.handle, shared.previous_current, shared.previous_threshold) == (
+        DEFAULT_POOL, OTHER_POOL, 0)
+    asyncpool.settle(shared, 256 << 20)
+    assert log == [f"current pool {DEFAULT_POOL:#x}", f"threshold {KEEP:#x}", "prime 268435456"]
+    assert asyncpool.statistics(DEFAULT_POOL) == {
+        "reserved": 3 << 30, "reserved_peak": 4 << 30, "in_use": 1 << 30, "peak": 2 << 30,
+        "release_threshold": KEEP}
+    log.clear()
+    asyncpool.unshare(shared, keep_threshold=True)  # a framework still runs on the pool
+    assert log == [f"current pool {OTHER_POOL:#x}"] and driver.attrs["threshold"] == KEEP
+    asyncpool.unshare(shared, keep_threshold=False)
+    assert driver.attrs["threshold"] == 0
+
+
+# --- PyTorch: PYTORCH_CUDA_ALLOC_CONF before import ---------------------------------------
+
+def test_torch_async_writes_the_backend_before_import_and_gives_it_back(clean) -> None:
+    state = torch_adapter.install({0: None}, backend="async")
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "backend:cudaMallocAsync"
+    report = torch_adapter.status("async")
+    assert report.routed and report.reason.endswith("(not imported yet)")
+    assert not torch_adapter.status(None).routed  # the default pool is not a mempool pool
+    assert torch_adapter.uninstall(state) is None
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
+
+
+@pytest.mark.parametrize(("var", "value", "written"), [
+    ("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True",
+     "expandable_segments:True,backend:cudaMallocAsync"),
+    ("PYTORCH_ALLOC_CONF", "pinned_use_cuda_host_register:True",
+     "pinned_use_cuda_host_register:True,backend:cudaMallocAsync"),
+])
+def test_torch_async_adds_to_the_variable_torch_reads(clean, var, value, written) -> None:
+    clean.setenv(var, value)
+    state = torch_adapter.install({0: None}, backend="async")
+    other = ({"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"} - {var}).pop()
+    assert os.environ[var] == written and other not in os.environ  # only the one torch reads
+    torch_adapter.uninstall(state)
+    assert os.environ[var] == value
+
+
+def test_torch_async_refuses_a_backend_the_user_chose(clean) -> None:
+    clean.setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:native")
+    with pytest.raises(ConfigError, match=r"PYTORCH_CUDA_ALLOC_CONF='backend:native'; remove "
+                                          r"'backend:native' from it, or use backend='pool'"):
+        torch_adapter.check([0], backend="async")
+
+
+def test_torch_imported_with_its_native_allocator_is_an_order_error(clean) -> None:
+    clean.setitem(sys.modules, "torch", torch_stand_in("native"))
+    with pytest.raises(OrderError) as info:
+        torch_adapter.check([0], backend="async")
+    message = str(info.value)
+    assert "chose its 'native' CUDA allocator" in message
+    assert "before 'import torch'" in message
+    assert "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" in message
+    torch_adapter.check([0], backend="pool")  # the pluggable allocator may still come first
+
+
+def test_torch_imported_on_cuda_malloc_async_is_routed_natively(clean) -> None:
+    clean.setitem(sys.modules, "torch", torch_stand_in("cudaMallocAsync"))
+    state = torch_adapter.install({0: None}, backend="async")
+    assert state == torch_adapter.ALREADY and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
+    assert torch_adapter.status("async").routed
+    assert "natively from the device's default pool" in torch_adapter.status("async").reason
+    assert not torch_adapter.status("pool").routed
+    assert torch_adapter.uninstall(state) is None  # it was like that before the pool
+
+
+def test_torch_imported_under_the_pool_keeps_its_backend_after_close(clean) -> None:
+    state = torch_adapter.install({0: None}, backend="async")
+    clean.setitem(sys.modules, "torch", torch_stand_in("cudaMallocAsync"))  # import torch
+    left = torch_adapter.uninstall(state)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ  # the variable is given back anyway
+    assert left is not None and left.keeps_pool
+    assert "keeps that backend for the life of the process" in left.reason
+
+
+# --- JAX: cuda_async, no preallocation, a fraction that keeps everything -----------------
+
+def test_jax_async_sets_cuda_async_and_a_whole_device_fraction(clean) -> None:
+    state = jax_adapter.install({0: None}, allocator="cuda_async", backend="async")
+    assert [os.environ.get(v) for v in ENV[2:5]] == ["cuda_async", "false", "1.0"]
+    report = jax_adapter.status("async")
+    assert report.routed and "natively from the device's default pool" in report.reason
+    assert not jax_adapter.status("pool").routed
+    assert jax_adapter.uninstall(state) is None
+    assert not set(ENV[2:5]) & set(os.environ)
+
+
+def test_jax_async_keeps_the_users_fraction(clean) -> None:
+    clean.setenv("XLA_CLIENT_MEM_FRACTION", "0.5")  # jaxlib refuses both variables at once
+    state = jax_adapter.install({0: None}, allocator="cuda_async", backend="async")
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ
+    jax_adapter.uninstall(state)
+
+
+def test_jax_started_on_the_gpu_with_its_own_allocator_is_an_order_error(clean) -> None:
+    clean.setitem(sys.modules, "jax._src.xla_bridge", SimpleNamespace(_backends={"cuda": 0}))
+    with pytest.raises(OrderError, match=r"JAX already started on the GPU with XLA's 'default' "
+                                         r"allocator.*XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async"):
+        jax_adapter.check([0], allocator="cuda_async", backend="async")
+    jax_adapter.check([0], allocator=None, backend="pool")  # beside RMM's pool: a warning only
+    clean.setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async")
+    jax_adapter.check([0], allocator="cuda_async", backend="async")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # it shares the pool already: nothing to warn about
+        state = jax_adapter.install({0: None}, allocator="cuda_async", backend="async")
+    left = jax_adapter.uninstall(state)
+    assert left is not None and left.keeps_pool and "keeps it" in left.reason
+    assert os.environ["XLA_PYTHON_CLIENT_ALLOCATOR"] == "cuda_async"  # the user's, kept
+
+
+# --- CuPy: MemoryAsyncPool on the default pool of the pool's devices ----------------------
+
+def test_cupy_async_uses_the_default_pool_of_the_pools_devices(clean, cupy_async, log) -> None:
+    before = cupy.cuda.get_allocator()
+    state = cupy_adapter.install({0: None}, backend="async")
+    allocator = cupy.cuda.get_allocator()
+    assert isinstance(allocator.__self__, MemoryAsyncPoolStandIn)
+    assert log == ["cupy MemoryAsyncPool(['default', 'current'])"]  # device 1 is left alone
+    assert cupy_adapter.status("async").routed
+    assert "MemoryAsyncPool(pool_handles='default')" in cupy_adapter.status("async").reason
+    assert not cupy_adapter.status(None).routed
+    assert cupy_adapter.uninstall(state) is None
+    assert cupy.cuda.get_allocator() is before
+
+
+# --- Numba: contexts made under the pool keep RMMNumbaManager ----------------------------
+
+def test_numba_contexts_keep_rmm_after_uninstall(monkeypatch) -> None:
+    from numba.cuda.cudadrv import driver as numba_driver
+    from rmm.allocators.numba import RMMNumbaManager
+
+    context = SimpleNamespace(memory_manager=RMMNumbaManager(context=None))
+    device = SimpleNamespace(id=0, primary_context=context)
+    monkeypatch.setattr(numba_driver.driver, "devices", {0: device}, raising=False)
+    before = numba_driver._memory_manager
+    state = numba_adapter.install({})
+    try:
+        assert numba_adapter.status("pool").routed
+        left = numba_adapter.uninstall(state)
+    finally:
+        numba_driver._memory_manager = before
+    assert left is not None and not left.keeps_pool
+    assert "device(s) [0] was created under the pool and keeps RMMNumbaManager" in left.reason
+    after = numba_adapter.status(None)  # closed: RMM's resource is no longer a pool
+    assert not after.routed and "keeps RMMNumbaManager" in after.reason
+    assert numba_adapter.status("pool").routed  # a pinned pool is still RMM's resource
+
+
+# --- the whole call: settings, order, status, close ---------------------------------------
+
+@pytest.fixture
+def no_device(monkeypatch, driver):
+    """use_rmm_pool() on a stand-in device 0; the stack holds a real RMM resource."""
+    monkeypatch.setattr(api, "require_devices", lambda: 1)
+    monkeypatch.setattr(api, "current_device", lambda: 0)
+    monkeypatch.setattr(pool_module, "current_device", lambda: 0)
+    monkeypatch.setattr(pool_module, "set_device", lambda d: None)
+
+    def build_stack(*, initial, maximum, limit, managed, backend, device):
+        assert backend == "async" and maximum is limit is None
+        shared = asyncpool.share(device)
+        return pool_module.DeviceStack(device, None, rmm_mr.CudaMemoryResource(), None, None,
+                                       shared=shared)
+
+    monkeypatch.setattr(pool_module, "build_stack", build_stack)
+    before = rmm_mr.get_per_device_resource(0)
+    yield
+    rmm_mr.set_per_device_resource(0, before)
+
+
+def test_use_rmm_pool_async_routes_everyone_then_close_gives_all_back(
+        clean, cupy_async, no_device, driver, log) -> None:
+    pool = mempool.use_rmm_pool("64MiB", backend="async", frameworks=["cupy", "torch", "jax"])
+    try:
+        # The device's current pool first, then CuPy's pool, then the one threshold and priming.
+        assert log == [f"current pool {DEFAULT_POOL:#x}",
+                       "cupy MemoryAsyncPool(['default', 'current'])",
+                       f"threshold {KEEP:#x}", f"prime {64 << 20}"]
+        assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "backend:cudaMallocAsync"
+        assert os.environ["XLA_PYTHON_CLIENT_ALLOCATOR"] == "cuda_async"
+        assert pool.settings.jax_allocator == "cuda_async"
+        report = mempool.status()
+        assert set(report.routed()) == {"cupy", "torch", "jax"}
+        assert report.statistics[0]["pool_bytes"] == 3 << 30  # the driver's counters
+        assert report.statistics[0]["peak_bytes"] == 2 << 30
+        assert "keeps everything it reserved" in str(report)
+        assert mempool.use_rmm_pool("64MiB", backend="async",
+                                    frameworks=["cupy", "torch", "jax"]) is pool
+        log.clear()
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing imported torch or started JAX: all back
+            pool.close()
+    assert log == [f"current pool {OTHER_POOL:#x}", "threshold 0x0"]
+    assert not {"PYTORCH_CUDA_ALLOC_CONF", "XLA_PYTHON_CLIENT_ALLOCATOR"} & set(os.environ)
+    assert not isinstance(getattr(cupy.cuda.get_allocator(), "__self__", None),
+                          MemoryAsyncPoolStandIn)
+    assert pool.closed and pool.unrestored == () and mempool.current_pool() is None
+
+
+def test_close_says_what_stays_on_the_default_pool_and_keeps_its_threshold(
+        clean, cupy_async, no_device, driver, log) -> None:
+    pool = mempool.use_rmm_pool(backend="async", frameworks=["cupy", "torch"])
+    clean.setitem(sys.modules, "torch", torch_stand_in("cudaMallocAsync"))  # import torch
+    log.clear()
+    with pytest.warns(MempoolWarning) as caught:
+        pool.close()
+    text = str(caught[0].message)
+    assert text.startswith("close() gave back everything else, but not: torch: PyTorch was "
+                           "imported under PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync")
+    assert "keeps the release threshold torch runs with" in text
+    assert log == [f"current pool {OTHER_POOL:#x}"]  # the threshold stays for torch
+    assert pool.closed and not pool.pinned_by and [u.name for u in pool.unrestored] == ["torch"]
+    assert not isinstance(getattr(cupy.cuda.get_allocator(), "__self__", None),
+                          MemoryAsyncPoolStandIn)  # CuPy got its allocator back all the same
+
+
+def test_torch_imported_first_changes_nothing(clean, cupy_async, no_device, log) -> None:
+    clean.setitem(sys.modules, "torch", torch_stand_in("native"))
+    before = cupy.cuda.get_allocator()
+    with pytest.raises(OrderError, match="before 'import torch'"):
+        mempool.use_rmm_pool(backend="async", frameworks=["cupy", "torch"])
+    assert log == [] and cupy.cuda.get_allocator() is before
+    assert mempool.current_pool() is None
+
+
+# --- issue 28, item 2: torch routed to RMM but never on CUDA -----------------------------
+
+class PluggableStandIn:
+    """RMM's ``rmm_torch_allocator`` (a ``CUDAPluggableAllocator``)."""
+
+    handle = object()
+
+    def allocator(self) -> object:
+        return self.handle
+
+
+def _torch_on_rmm(monkeypatch) -> types.ModuleType:
+    """A CUDA PyTorch that never touched CUDA and refuses to swap RMM's allocator back
+    (torch's ``changeCurrentAllocator``: "Can't swap an already initialized allocator")."""
+    rmm_torch = types.ModuleType("rmm.allocators.torch")
+    rmm_torch.rmm_torch_allocator = PluggableStandIn()
+    monkeypatch.setitem(sys.modules, "rmm.allocators.torch", rmm_torch)
+    torch = torch_stand_in("native")
+    current: list[object | None] = [None]  # no custom allocator before: _cuda_getAllocator() None
+
+    def change(allocator: object) -> None:
+        if current[0] is not None:
+            raise RuntimeError("Can't swap an already initialized allocator")
+        current[0] = allocator
+
+    torch._C = SimpleNamespace(_cuda_getAllocator=lambda: current[0],
+                               _cuda_changeCurrentAllocator=change,
+                               _cuda_getAllocatorBackend=lambda: "native")
+    torch.cuda = SimpleNamespace(
+        is_initialized=lambda: False,
+        memory=SimpleNamespace(change_current_allocator=lambda a: change(a.allocator())))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    return torch
+
+
+def _pool_with(installed: list[tuple[Any, Any]]) -> pool_module.Pool:
+    stack = pool_module.build_stack(initial=0, maximum=None, limit=None, managed=False, device=0)
+    pool_module.set_resources([stack])
+    settings = pool_module.Settings(devices=(0,), initial=(0,), maximum=(None,), limit=(None,),
+                                    managed=False, frameworks=("cupy", "numba", "torch"))
+    return pool_module.Pool(settings, [stack], installed)
+
+
+def test_close_restores_cupy_and_numba_when_torch_cannot_be_swapped_back(monkeypatch) -> None:
+    from numba.cuda.cudadrv import driver as numba_driver
+
+    _torch_on_rmm(monkeypatch)
+    cupy_before, numba_before = cupy.cuda.get_allocator(), numba_driver._memory_manager
+    rmm_before = rmm_mr.get_per_device_resource(0)
+    chosen = [cupy_adapter, numba_adapter, torch_adapter]
+    pool = _pool_with([])
+    try:
+        pool.installed = adapters.install_all(chosen, {0: pool.resource(0)})
+        with pytest.warns(MempoolWarning, match="torch: its allocator is RMM's pluggable "
+                                                "allocator and PyTorch cannot switch"):
+            pool.close()
+        assert cupy.cuda.get_allocator() is cupy_before
+        assert numba_driver._memory_manager is numba_before
+        assert pool.closed and pool.pinned_by == ("torch",)
+        assert rmm_mr.get_per_device_resource(0) is pool.resource(0)  # torch frees through it
+    finally:
+        cupy.cuda.set_allocator(cupy_before)
+        numba_driver._memory_manager = numba_before
+        rmm_mr.set_per_device_resource(0, rmm_before)
+
+
+def test_dask_teardown_restores_the_others_too(monkeypatch) -> None:
+    dask = pytest.importorskip("mempool.dask")
+    _torch_on_rmm(monkeypatch)
+    cupy_before, rmm_before = cupy.cuda.get_allocator(), rmm_mr.get_per_device_resource(0)
+    pool = _pool_with([])
+    plugin = dask.RMMPoolPlugin()
+    try:
+        pool.installed = adapters.install_all([cupy_adapter, torch_adapter], {0: pool.resource(0)})
+        plugin.pool = pool
+        with pytest.warns(MempoolWarning, match="pool stays RMM's resource"):
+            plugin.teardown()
+        assert cupy.cuda.get_allocator() is cupy_before and pool.closed
+    finally:
+        cupy.cuda.set_allocator(cupy_before)
+        rmm_mr.set_per_device_resource(0, rmm_before)
