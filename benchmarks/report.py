@@ -42,6 +42,24 @@ def bars(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "value": ratios + " (median of the per-round ratios)"
                     + ("" if fb["full_range"] else " (quick: not up to 1 GiB)"),
                     "pass": fb["pass"]})
+    st = results.get("structures")
+    if st and "weights" in st:
+        w = st["weights"]
+        out.append({"bar": f"1,000-leaf state_dict within {st['bars']['leaves_ratio']}x of the "
+                           "native loop (NumPy, JAX)",
+                    "value": "; ".join(f"{t} x{v['ratio']:.2f} (ratio of the medians "
+                                       f"x{v['ratio_of_medians']:.2f}; nested "
+                                       f"x{v['ratio_nested']:.2f}; "
+                                       f"the leaves' own to_framework calls x"
+                                       f"{v['leaves_ratio']:.2f})" for t, v in w.items()),
+                    "pass": all(v["pass"] for v in w.values())})
+        b = st["batch"]
+        out.append({"bar": f"3-leaf batch within {st['bars']['batch_us']} us of its leaves' own "
+                           "conversions",
+                    "value": "; ".join(f"{t} {v['over_leaves_us']:+.2f} us "
+                                       f"({v['over_native_us']:+.2f} us over native)"
+                                       for t, v in b.items()),
+                    "pass": all(v["pass"] for v in b.values())})
     a = results.get("aos_soa")
     if a and "bar" in a:
         b = a["bar"]
@@ -204,6 +222,27 @@ def markdown(results: dict[str, Any]) -> str:
                      f"x{t['forward_vs_pyarrow_to_numpy']:.2f}; vs native torch: "
                      f"x{t['forward_vs_native_torch']:.2f}; back vs native: "
                      f"x{t['back_vs_native']:.2f}.")
+    st = results.get("structures")
+    if st and "weights" in st:
+        lines += ["", "## 3b. Structures (interleaved rounds; ratios and differences are "
+                  "medians of the per-round values)", "",
+                  "| value | target | interop | native | ratio | leaves' own calls | native "
+                  "call |", "|---|---|---|---|---|---|---|"]
+        for t, v in st["weights"].items():
+            ms = v["ms"]
+            lines.append(f"| state_dict, {v['leaves']} leaves | {t} | "
+                         f"{ms['interop']['median']:.2f} ms | {ms['native']['median']:.2f} ms | "
+                         f"x{v['ratio']:.2f} | x{v['leaves_ratio']:.2f} | `{v['native']}` |")
+            lines.append(f"| nested, {v['leaves']} leaves | {t} | "
+                         f"{ms['interop_nested']['median']:.2f} ms | "
+                         f"{ms['native_nested']['median']:.2f} ms | x{v['ratio_nested']:.2f} | "
+                         f" | `{v['native_nested']}` |")
+        for t, v in st["batch"].items():
+            us = v["us"]
+            lines.append(f"| batch, 3 leaves | {t} | {us['interop']['median']:.2f} us | "
+                         f"{us['native']['median']:.2f} us | x{v['ratio_to_native']:.2f} | "
+                         f"{us['leaves']['median']:.2f} us ({v['over_leaves_us']:+.2f} us) | "
+                         f"`{v['native']}` |")
     a = results.get("aos_soa")
     if a and "gb_per_s" in a:
         lines += aos_markdown(a)

@@ -24,13 +24,14 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path),
          "--machine", "smoke", "--no-plots", "--only", "import_time,dispatch,sizes,tables,"
-         "aos_soa,gpu,pool"],
+         "structures,aos_soa,gpu,pool"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     data = json.loads((tmp_path / "smoke.json").read_text())
     assert (tmp_path / "smoke.md").read_text().startswith("# interop benchmarks")
     assert isinstance(data["bars"], list)
-    for key in ("meta", "import_time", "dispatch", "sizes", "tables", "aos_soa", "gpu", "pool"):
+    for key in ("meta", "import_time", "dispatch", "sizes", "tables", "structures", "aos_soa",
+                "gpu", "pool"):
         assert isinstance(data[key], dict) and "error" not in data[key], (key, data.get(key))
     pairs = data["dispatch"]["pairs"]
     assert {p["pair"] for p in pairs} >= {"numpy->torch", "torch->numpy", "numpy->jax",
@@ -44,6 +45,11 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     assert set(data["sizes"]["pairs"]) >= {"numpy->torch", "numpy->jax", "torch->numpy"}
     assert data["sizes"]["memcpy"]["rows"]
     assert "per_column_us" in data["tables"]
+    for target in ("numpy", "jax"):  # interop, its leaves' own calls and the native loop
+        weights = data["structures"]["weights"][target]
+        assert weights["zero_copy"] and {"ratio", "ratio_nested", "leaves_ratio"} <= set(weights)
+        assert "over_leaves_us" in data["structures"]["batch"][target]
+    assert "## 3b. Structures" in (tmp_path / "smoke.md").read_text()
     assert "ratio_to_memcpy" in data["aos_soa"] and data["aos_soa"]["correct"]
     assert "import_ms" in data["import_time"] and "cold_plan" in data["import_time"]
     import torch  # the GPU benchmark runs exactly when torch sees a CUDA device
@@ -65,7 +71,8 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
             assert all(len(m["us"]) == len(pool["sizes"]) for m in modes.values()), modes
         assert set(pool["pipeline"]["modes"]) == {"own", "pool", "shared", "cached_pool"}
         assert all("held_mib" in m for m in pool["pipeline"]["modes"].values())
-    assert len(data["bars"]) == 6  # the AoS<->SoA transpose has two: speed and first call
+    # the AoS<->SoA transpose has two (speed and first call), structures two (issue 30)
+    assert len(data["bars"]) == 8
     aos = data["aos_soa"]  # anchors, mixed records, sweeps, first call, GPU rows (or why not)
     assert aos["fastest_anchor"]["aos_to_soa"].startswith("anchor_")
     assert aos["mixed"]["correct"] and aos["mixed"]["fields"] == 100

@@ -1010,3 +1010,144 @@ def test_tensorflow_random_search_with_a_fresh_seed() -> None:
 @pytest.mark.paddle
 def test_paddle_random_search_with_a_fresh_seed() -> None:
     search("test_paddle_pair_keeps_the_contract", "paddle", examples=max(SLOW_EXAMPLES // 2, 20))
+
+
+# ---- structures: random trees of leaves of several frameworks ---------------------------------
+# The same contract, leaf by leaf, for nested dicts, lists, tuples, named tuples and OrderedDicts
+# (depth, leaf types, mixed frameworks, empty containers, None and other kept leaves, one leaf
+# appearing twice). The structure is read by the test's own walk below, not interop's.
+
+Pair = __import__("collections").namedtuple("Pair", "first second")
+STRUCTURE_SOURCES = ("numpy", "torch", "jax")
+STRUCTURE_TARGETS = ("numpy", "torch", "jax", "pyarrow")
+KEPT = (None, 3, "s", 2.5)
+
+
+@st.composite
+def tree_specs(draw, depth: int = 0) -> Any:
+    """A tree of ``("leaf", framework, layout, slot)`` (one slot drawn twice: one object at two
+    paths), ``("kept", value)`` and ``(kind, children)`` nodes."""
+    if depth >= 3 or (depth and draw(st.integers(0, 2)) == 0):
+        if draw(st.integers(0, 3)) == 0:
+            return ("kept", draw(st.sampled_from(KEPT)))
+        return ("leaf", draw(st.sampled_from(STRUCTURE_SOURCES)),
+                draw(layouts(max_ndim=2)), draw(st.integers(0, 5)))
+    kind = draw(st.sampled_from(["dict", "list", "tuple", "pair", "ordered"]))
+    n = 2 if kind == "pair" else draw(st.integers(0, 4))
+    return (kind, [draw(tree_specs(depth + 1)) for _ in range(n)])
+
+
+def build_tree(spec: Any, slots: dict) -> Any:
+    """The value of ``spec``: fresh sources (one per slot), containers of them."""
+    import collections
+
+    tag = spec[0]
+    if tag == "kept":
+        return spec[1]
+    if tag == "leaf":
+        _, fw, lay, slot = spec
+        if slot not in slots:
+            slots[slot] = make_source(fw, lay)
+        src = slots[slot]
+        return None if src is None else src.value
+    children = [build_tree(c, slots) for c in spec[1]]
+    if tag == "list":
+        return children
+    if tag == "tuple":
+        return tuple(children)
+    if tag == "pair":
+        return Pair(*children)
+    items = [(f"k{i}", c) for i, c in enumerate(children)]
+    return dict(items) if tag == "dict" else collections.OrderedDict(items)
+
+
+def tree_leaves(x: Any, path: str = "") -> list[tuple[str, Any]]:
+    """``(path, leaf)`` of every leaf, in order, with interop's path spelling."""
+    if isinstance(x, dict):
+        return [p for k, v in x.items() for p in tree_leaves(v, f"{path}[{k!r}]")]
+    if isinstance(x, Pair):
+        return [p for f in Pair._fields for p in tree_leaves(getattr(x, f), f"{path}.{f}")]
+    if isinstance(x, (list, tuple)):
+        return [p for i, v in enumerate(x) for p in tree_leaves(v, f"{path}[{i}]")]
+    return [(path, x)]
+
+
+def same_shape(a: Any, b: Any) -> bool:
+    """Same node types and keys all the way down (leaves are compared on their own)."""
+    if not isinstance(a, (dict, list, tuple)):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_shape(a[k], b[k]) for k in a)
+    return len(a) == len(b) and all(same_shape(x, y) for x, y in zip(a, b))
+
+
+def check_tree(spec: Any, tgt: str) -> None:
+    """The contract for one random structure, every ``copy=``, the cached plan included."""
+    opts = {"structure": "tree"} if tgt == "pyarrow" else {}
+    default = interop.explain(build_tree(spec, {}), tgt, **opts)
+    for copy in COPY_MODES:  # fresh sources each time: a write through one changes it
+        sources: dict = {}
+        value = build_tree(spec, sources)
+        paths = tree_leaves(value)
+        arrays = {p: v for p, v in paths
+                  if v is not None and not isinstance(v, (int, float, str))}
+        by_id = {id(s.value): s for s in sources.values() if s is not None}
+        plan = interop.explain(value, tgt, copy=copy, **opts)
+        can = interop.can_convert(value, tgt, copy=copy, **opts)
+        here = f"{spec!r} -> {tgt}, copy={copy}:\n{plan}"
+        results = []
+        for _ in range(2):  # the first call plans the structure, the second runs its kept plan
+            try:
+                results.append((interop.to_framework(value, tgt, copy=copy, **opts), None))
+            except InteropError as e:
+                results.append((None, e))
+        (res, err), (res2, err2) = results
+        assert type(err) is type(err2), f"{here}\nfirst {err!r}, cached {err2!r}"
+        assert plan.supported == can == (err is None), f"{here}\ncan={can}, error {err!r}"
+        if not arrays and paths:
+            assert err is not None and "holds no array" in str(err), f"{here}\n{err!r}"
+            continue
+        if err is not None:
+            assert "leaf [" in str(err) or "leaf ." in str(err), f"{here}\n{err}"
+            if copy is False and default.supported:
+                assert isinstance(err, ZeroCopyError) and not default.zero_copy, here
+            continue
+        if copy is False:
+            assert default.zero_copy, f"{here}\ncopy=False converted, copy=None said\n{default}"
+        assert plan.zero_copy == all(p.zero_copy for p in plan.leaves.values()), here
+        for out in (res, res2):
+            assert same_shape(value, out), f"{here}\n{value!r}\n{out!r}"
+            got = dict(tree_leaves(out))
+            for path, leaf in paths:
+                if path not in arrays:
+                    assert got[path] is leaf, f"{here}\nkept leaf {path} changed"
+                    continue
+                src = by_id[id(leaf)]
+                narrow = NARROWED.get((tgt, src.expected.dtype.name))
+                want = src.expected if narrow is None else src.expected.astype(narrow)
+                assert same_values(to_host(got[path]), want), f"{here}\nleaf {path} values"
+                if not src.expected.size:
+                    continue
+                shared = overlaps(source_span(src), span(got[path]))
+                zero = copy is not True and plan.leaves[path].zero_copy
+                assert shared == zero, f"{here}\nleaf {path}: shares {shared}, plan {zero}"
+        if copy is None:
+            for path in arrays:
+                src = by_id[id(arrays[path])]
+                if src.expected.size and plan.leaves[path].zero_copy:
+                    write_through(src, dict(tree_leaves(res))[path], tgt)
+                    break
+
+
+@pytest.mark.parametrize("tgt", STRUCTURE_TARGETS)
+def test_random_structures_keep_the_contract(tgt: str) -> None:
+    @_settings()
+    @given(tree_specs())
+    def prop(spec: Any) -> None:
+        check_tree(spec, tgt)
+
+    if SEED is not None:
+        prop = seed(int(SEED))(prop)
+    prop()

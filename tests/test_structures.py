@@ -217,6 +217,7 @@ def test_a_flat_dict_is_a_table_where_the_target_expects_one():
         interop.to_framework({"x": x}, "torch", structure="rows")
     with pytest.raises(InteropError, match="apply to tables"):
         interop.to_framework({"x": [x]}, "torch", nulls="mask")
+    assert not interop.can_convert({"x": [x]}, "torch", nulls="mask")
 
 
 def test_leaves_of_a_registered_framework_are_leaves_by_ownership():
@@ -228,12 +229,13 @@ def test_leaves_of_a_registered_framework_are_leaves_by_ownership():
             self.a = a
 
     reg = build()
-    reg.add(ArrayAdapter(name="box", is_value=lambda v: isinstance(v, Box),
+    reg.add(ArrayAdapter(name="box", is_value=lambda v: isinstance(v, Box | tuple),
                          to_numpy=lambda b: b.a,
                          edges=lambda: [Edge("box", "numpy", "Box.a", fixed(lambda b: b.a))]))
     a = aligned(np.arange(3.0))
-    out = reg.convert((Box(a), [Box(a)]), "torch")
+    out = reg.convert([Box(a), [Box(a)]], "torch")
     assert out[0].data_ptr() == a.ctypes.data and out[1][0].data_ptr() == a.ctypes.data
+    assert reg.owner((a,)) == "box"  # registered after the structures, detected before them
 
 
 def test_results_keep_sources_alive():
@@ -245,3 +247,37 @@ def test_results_keep_sources_alive():
     del a
     gc.collect()
     assert ref() is not None and out["a"][0][999] == 999.0
+
+
+def test_import_and_a_first_array_call_load_no_pytree_library():
+    """``import interop`` and an array's first conversion import neither optree nor JAX's or
+    torch's pytree modules; the first structure loads optree (and only optree)."""
+    from helpers import run_child
+
+    libs = ("optree", "jax", "torch", "torch.utils._pytree", "jax.tree_util")
+    code = ("import sys, numpy as np, interop; "
+            f"print([m for m in {libs!r} if m in sys.modules]); "
+            "interop.to_framework(np.arange(3.0), 'numpy'); "
+            f"print([m for m in {libs!r} if m in sys.modules]); "
+            "out = interop.to_framework({'a': [np.arange(3.0)]}, 'numpy'); "
+            f"print([m for m in {libs!r} if m in sys.modules])")
+    out = run_child(code, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "[]", "['optree']"], out.stdout
+
+
+def test_stream_applies_to_every_leaf_and_its_error_names_the_leaf():
+    t = torch.arange(3.0)
+    with pytest.raises(InteropError, match=r"leaf \['a'\]\[0\].*stream"):
+        interop.to_framework({"a": [t]}, "torch", stream=1)
+
+
+@pytest.mark.gpu
+def test_a_tuple_of_device_arrays_to_torch_zero_copy_per_leaf():
+    cupy = pytest.importorskip("cupy")
+    a, b = cupy.arange(4, dtype=cupy.float32), cupy.ones((2, 3), dtype=cupy.float32)
+    out = interop.to_framework((a, {"b": b}), "torch")
+    assert out[0].is_cuda and out[0].data_ptr() == a.data.ptr
+    assert out[1]["b"].data_ptr() == b.data.ptr
+    a[0] = 9.0  # one buffer: torch reads the write
+    assert out[0][0].item() == 9.0

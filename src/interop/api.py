@@ -24,11 +24,11 @@ def explain(x: Any, target: str, *, device: Any = None,
 
 
 def can_convert(x: Any, target: str, *, device: Any = None,
-                copy: bool | None = None) -> bool:
+                copy: bool | None = None, **options: Any) -> bool:
     """Whether ``to_framework(x, target, ...)`` would succeed; converts nothing (where the plan
     copies, the value is read to host NumPy as the copy would read it, to judge what follows)."""
     try:
-        return explain(x, target, device=device, copy=copy).supported
+        return explain(x, target, device=device, copy=copy, **options).supported
     except InteropError:
         return False
 

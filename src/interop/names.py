@@ -8,6 +8,9 @@ CALL_OPTIONS = ("device", "copy", "stream")
 """The keyword arguments of ``to_framework`` besides the table options."""
 TABLE_OPTIONS = ("nulls", "fill_value", "columns")
 """The options tables and dataframes take (:mod:`interop.tables.columns`)."""
+STRUCTURE_OPTIONS = ("structure",)
+"""The option of dicts and other structures: ``structure="tree"`` or ``"table"``
+(:mod:`interop.structures.adapter`)."""
 DEVICE_SYNONYMS = {"gpu": "cuda", "host": "cpu"}
 """Device words other libraries use, and the name interop takes for them."""
 

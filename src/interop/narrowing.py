@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 from .errors import NarrowingWarning
@@ -33,12 +31,16 @@ def gathered() -> list[str] | None:
     return _gathered.get()
 
 
-@contextmanager
-def gather() -> Iterator[list[str]]:
-    """Within the block, narrowing reasons are appended to the list given, not warned."""
-    got: list[str] = []
-    token = _gathered.set(got)
-    try:
-        yield got
-    finally:
-        _gathered.reset(token)
+class gather:  # noqa: N801 - used as a function: ``with gather() as got``
+    """Within the block, narrowing reasons are appended to the list given, not warned (a
+    class, not a generator: entered once per structure or table conversion, it stays cheap)."""
+
+    __slots__ = ("got", "token")
+
+    def __enter__(self) -> list[str]:
+        self.got: list[str] = []
+        self.token = _gathered.set(self.got)
+        return self.got
+
+    def __exit__(self, *exc: object) -> None:
+        _gathered.reset(self.token)

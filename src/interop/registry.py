@@ -58,6 +58,9 @@ class Registry:
         """Register a framework (its names and its edges) or a kind of table."""
         with self._lock:
             self.adapters[adapter.name] = adapter
+            for name in [n for n, a in self.adapters.items()
+                         if isinstance(a, StructureAdapter) and a is not adapter]:
+                self.adapters[name] = self.adapters.pop(name)  # structures are detected last
             for n in (adapter.name, *adapter.aliases):
                 self._names[n.lower()] = adapter.name
             if isinstance(adapter, ArrayAdapter):
@@ -217,17 +220,22 @@ class Registry:
         """What a structure's plan binds for its leaves of ``type(x)``: the plan kept for the
         type (its fast form made now), or, where plans depend on each value (a device move, a
         stream, an owner decided per value), a call planning each value."""
-        self.plan_for(x, target, device, copy, stream)  # raises for a leaf that cannot convert
-        if stream is not None:
-            return lambda v: self.plan_for(v, target, device, copy, stream)(v)
-        if device is None and copy is None:
-            kept = self.plans.get(target, {}).get(type(x))
-        else:
-            kept = self.other.get((type(x), target, device, copy))
-        if kept is None:  # not kept: planned per value
-            return lambda v: self.convert(v, target, device=device, copy=copy)
+        kept = self._kept_plan(type(x), target, device, copy) if stream is None else None
+        if kept is None:
+            self.plan_for(x, target, device, copy, stream)  # raises for a leaf that cannot go
+            if stream is not None:
+                return lambda v: self.plan_for(v, target, device, copy, stream)(v)
+            kept = self._kept_plan(type(x), target, device, copy)
+            if kept is None:  # not kept: planned per value
+                return lambda v: self.convert(v, target, device=device, copy=copy)
         settle = getattr(kept, "settle", None)
         return settle() if settle is not None else kept
+
+    def _kept_plan(self, tp: type, target: str, device: Any, copy: bool | None
+                   ) -> Convert | None:
+        if device is None and copy is None:
+            return self.plans.get(target, {}).get(tp)
+        return self.other.get((tp, target, device, copy))
 
     def _table_plan(self, adapter: TableAdapter, x: Any, target: str, tgt: str, device: Any,
                     copy: bool | None, options: dict[str, Any] | None) -> Convert:
@@ -283,16 +291,18 @@ class Registry:
 
 
 def _no_options(src: str, options: dict[str, Any]) -> InteropError:
-    from .names import CALL_OPTIONS, TABLE_OPTIONS, did_you_mean
+    from .names import CALL_OPTIONS, STRUCTURE_OPTIONS, TABLE_OPTIONS, did_you_mean
 
-    unknown = sorted(o for o in options if o not in TABLE_OPTIONS)
+    known = TABLE_OPTIONS + STRUCTURE_OPTIONS
+    unknown = sorted(o for o in options if o not in known)
     if unknown:
         return InteropError(
-            f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], CALL_OPTIONS + TABLE_OPTIONS)}"
-            f"; known: {', '.join(o + '=' for o in CALL_OPTIONS)} and, for tables and "
-            f"dataframes, {', '.join(o + '=' for o in TABLE_OPTIONS)}")
-    return InteropError(f"options {sorted(options)} apply to tables and dataframes, not to a "
-                        f"{src} value")
+            f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], CALL_OPTIONS + known)}"
+            f"; known: {', '.join(o + '=' for o in CALL_OPTIONS)}, for tables and "
+            f"dataframes {', '.join(o + '=' for o in TABLE_OPTIONS)}, and for dicts and other "
+            f"structures {', '.join(o + '=' for o in STRUCTURE_OPTIONS)}")
+    return InteropError(f"options {sorted(options)} apply to tables, dataframes and "
+                        f"structures, not to a {src} value")
 
 
 def _converter(reg: Registry) -> Callable[..., Any]:
@@ -309,7 +319,9 @@ def _converter(reg: Registry) -> Callable[..., Any]:
         names where the result lives (moving between devices is a copy). ``stream`` orders GPU
         work.
         ``options`` (``nulls=``, ``fill_value=``, ``columns=``) apply to tables and
-        dataframes.
+        dataframes. A structure (nested dicts, lists, tuples, pytrees) comes back the same
+        with each array leaf converted; ``structure="tree"`` or ``"table"`` says how to read
+        a flat dict of arrays (:mod:`interop.structures.adapter`).
         """
         if device is None and copy is None and stream is None and not options:
             try:

@@ -13,6 +13,7 @@ any dict with ``structure="tree"``: each leaf converted on its own, the same key
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,8 @@ KEEP = 4
 """Plans kept per (root type, target, device, copy): the structures last seen, newest first."""
 
 Convert = Callable[[Any], Any]
+_LOCK = threading.RLock()
+"""Guards the reordering of the kept plans (the structure seen last is tried first)."""
 
 
 def structure_mode(options: dict[str, Any]) -> str | None:
@@ -60,14 +63,24 @@ def is_table(w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bo
                         or any(leaf.owner in TABLE_TARGETS for leaf in leaves(w)))
 
 
-def _no_arrays(w: Tree) -> UnsupportedConversionError:
-    from .walk import kept
+def _as_table(w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bool:
+    """:func:`is_table`; for a structure, the checks its conversion makes first (table
+    options given to a structure, a structure of no arrays), raised."""
+    if is_table(w, tgt, mode, options):
+        return True
+    if options:
+        raise InteropError(f"options {sorted(options)} apply to tables; this "
+                           f"{w.node.type.__name__} is converted as a structure "
+                           "(structure='table' reads a flat dict of columns as a table)")
+    from .walk import kept, leaves
 
-    kinds = sorted({k.type.__name__ for k in kept(w)})
-    return UnsupportedConversionError(
-        f"this {w.node.type.__name__} holds no array (its leaves are {', '.join(kinds)}), so "
-        "there is nothing to convert: interop converts arrays, tables and structures of them; "
-        "make an array first (e.g. numpy.asarray(x))")
+    if next(leaves(w), None) is None and next(kept(w), None) is not None:
+        kinds = sorted({k.type.__name__ for k in kept(w)})
+        raise UnsupportedConversionError(
+            f"this {w.node.type.__name__} holds no array (its leaves are {', '.join(kinds)}), "
+            "so there is nothing to convert: interop converts arrays, tables and structures "
+            "of them; make an array first (e.g. numpy.asarray(x))")
+    return False
 
 
 def _table_run(w: Tree, convert: Convert) -> Convert:
@@ -93,7 +106,7 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
     one made for it (and kept) when the value has another structure."""
     from ..tables.adapters import DICT
     from .compile import Mismatch, compile_tree
-    from .walk import Leaf, Tree, kept, leaves, walk
+    from .walk import Leaf, Tree, walk
 
     opts = dict(options or {})
     mode = structure_mode(opts)
@@ -106,15 +119,9 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
     def make(y: Any) -> Convert:
         w = walk(reg, y, NAME)
         assert isinstance(w, Tree)
-        if is_table(w, tgt, mode, opts):
+        if _as_table(w, tgt, mode, opts):
             return _table_run(w, lambda z: DICT.convert(reg, z, tgt, copy=copy, device=device,
                                                         **opts))
-        if opts:
-            raise InteropError(f"options {sorted(opts)} apply to tables; this "
-                               f"{w.node.type.__name__} is converted as a structure "
-                               "(structure='table' reads a flat dict of columns as a table)")
-        if not any(True for _ in leaves(w)) and any(True for _ in kept(w)):
-            raise _no_arrays(w)
         run = compile_tree(w, leaf_plan, narrows)
         if not narrows:
             return run
@@ -125,17 +132,22 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
     made = reg.structures.setdefault((type(x), target, device, copy, mode), [])
 
     def convert(y: Any) -> Any:
-        for i, run in enumerate(made):
+        if made:
             try:
-                out = run(y)
-            except Mismatch:
-                continue
-            if i:
+                return made[0](y)  # the structure seen last
+            except Mismatch:  # another structure
+                pass
+        with _LOCK:
+            for i, run in enumerate(made[1:], 1):
+                try:
+                    out = run(y)
+                except Mismatch:
+                    continue
                 made.insert(0, made.pop(i))
-            return out
-        run = make(y)
-        made.insert(0, run)
-        del made[KEEP:]
+                return out
+            run = make(y)
+            made.insert(0, run)
+            del made[KEEP:]
         return run(y)
 
     return convert
@@ -166,8 +178,11 @@ def _explain(reg: Any, x: Any, tgt: str, device: Any, copy: bool | None,
     mode = structure_mode(opts)
     w = walk(reg, x, NAME)
     assert isinstance(w, Tree)
-    if is_table(w, tgt, mode, opts):
-        return DICT.explain(reg, x, tgt, copy=copy, **opts)
+    try:
+        if _as_table(w, tgt, mode, opts):
+            return DICT.explain(reg, x, tgt, copy=copy, **opts)
+    except UnsupportedConversionError:  # no arrays: the plan says so
+        pass
     return explain(reg, w, tgt, device, copy)
 
 

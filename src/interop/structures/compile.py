@@ -18,7 +18,7 @@ from typing import Any
 from .. import narrowing
 from ..errors import InteropError
 from .nodes import DICT, GENERIC, LIST, NAMEDTUPLE, TUPLE
-from .walk import Kept, Leaf, Tree, Walked
+from .walk import Kept, Leaf, Tree
 
 Convert = Callable[[Any], Any]
 
@@ -57,12 +57,79 @@ def compile_tree(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
             types.append(c.node.type)
             fns.append(compile_tree(c, leaf_plan, narrows))
     node = tree.node
+    if node.kind != GENERIC and len(types) <= SMALL:
+        shape = tuple("N" if isinstance(c, Tree) else "K" if isinstance(c, Kept) else "L"
+                      for c in tree.children)
+        make = _MAKERS.get((node.kind, shape))
+        if make is None:
+            make = _MAKERS[(node.kind, shape)] = _straight(node.kind, shape)
+        rebuild = OrderedDict if node.type is OrderedDict else None
+        return make(node.type, len(types), node.keys, tuple(types), tuple(fns), tuple(paths),
+                    rebuild)
     if node.kind == DICT:
         return _dict_run(node.type, node.keys, tuple(types), tuple(fns), paths)
     seq = _sequence(tuple(types), tuple(fns), tuple(paths))
     if node.kind == GENERIC:
         return _generic_run(node.type, len(types), node.meta, node.flatten, node.unflatten, seq)
     return _sequence_run(node.kind, node.type, len(types), seq)
+
+
+SMALL = 16
+"""A node of up to this many children (a batch) runs straight-line code made for its shape,
+compiled once per shape and process (as :mod:`interop.fastplan` does for plans); a larger one
+(a model's weights) runs a loop: straight-line code of a thousand children runs slower than
+the loop and takes a quarter of a second to compile (measured; see the notes of issue 30)."""
+
+_MAKERS: dict[tuple, Callable[..., Convert]] = {}
+
+
+def _straight(kind: str, shape: tuple[str, ...]) -> Callable[..., Convert]:
+    """The maker of a node's closure for ``kind`` and ``shape`` (per child ``"L"``: an array
+    leaf, ``"K"``: a leaf kept, ``"N"``: a nested node). For a dict of an array leaf and a
+    kept one it reads::
+
+        def run(x):
+            if type(x) is not T or len(x) != N or tuple(x) != keys:
+                raise Mismatch
+            v0, v1, = x.values()
+            if type(v0) is not t0 or type(v1) is not t1:
+                raise Mismatch
+            try:
+                r0 = f0(v0)
+            except InteropError as e:
+                raise at_path(e, p0) from e
+            r1 = v1
+            return {k0: r0, k1: r1}
+    """
+    n = len(shape)
+    names = lambda p: ", ".join(f"{p}{i}" for i in range(n)) + "," if n else ""  # noqa: E731
+    body = ["if type(x) is not T or len(x) != N" + (" or tuple(x) != keys:" if kind == DICT
+                                                    else ":"), "    raise Mismatch"]
+    if n:
+        body.append(f"{names('v')} = {'x.values()' if kind == DICT else 'x'}")
+        body += ["if " + " or ".join(f"type(v{i}) is not t{i}" for i in range(n)) + ":",
+                 "    raise Mismatch"]
+    for i, c in enumerate(shape):
+        if c == "L":
+            body += ["try:", f"    r{i} = f{i}(v{i})", "except InteropError as e:",
+                     f"    raise at_path(e, p{i}) from e"]
+        else:
+            body.append(f"r{i} = {'v' if c == 'K' else 'f'}{i}" + ("" if c == "K" else f"(v{i})"))
+    items = ", ".join(f"k{i}: r{i}" for i in range(n)) if kind == DICT else names("r")
+    built = {DICT: f"{{{items}}}", LIST: f"[{items}]", TUPLE: f"({items})",
+             NAMEDTUPLE: f"T({names('r')[:-1]})"}[kind]
+    body.append(f"return {built}" if kind != DICT else
+                f"return {built} if rebuild is None else rebuild({built})")
+    unpack = [f"{names(p)} = {whole}" for p, whole in (("t", "types"), ("f", "fns"),
+                                                       ("p", "paths"), ("k", "keys"))] if n \
+        else []
+    source = ("def make(T, N, keys, types, fns, paths, rebuild):\n"
+              + "".join(f"    {line}\n" for line in unpack) + "    def run(x):\n"
+              + "".join(f"        {line}\n" for line in body) + "    return run\n")
+    namespace: dict[str, Any] = {"__name__": __name__, "Mismatch": Mismatch,
+                                 "InteropError": InteropError, "at_path": at_path}
+    exec(compile(source, f"<interop structure {kind} {''.join(shape)}>", "exec"), namespace)
+    return namespace["make"]
 
 
 def _labelled(fn: Convert, path: str) -> Convert:
@@ -151,8 +218,3 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:
         return False
-
-
-def count(w: Walked) -> int:
-    """The number of leaves (array or kept) of a walked structure."""
-    return sum(count(c) for c in w.children) if isinstance(w, Tree) else 1

@@ -30,17 +30,14 @@ class Node:
     registry, and the ``meta`` a value must have to share the node's plan.
     """
 
-    __slots__ = ("kind", "type", "keys", "children", "labels", "meta", "flatten", "unflatten",
-                 "registry")
+    __slots__ = ("kind", "type", "keys", "children", "labels", "meta", "flatten", "unflatten")
 
     def __init__(self, kind: str, tp: type, keys: tuple, children: list, labels: tuple[str, ...],
-                 registry: str, meta: Any = None,
-                 flatten: Callable[[Any], tuple[list, Any]] | None = None,
+                 meta: Any = None, flatten: Callable[[Any], tuple[list, Any]] | None = None,
                  unflatten: Callable[[Any, list], Any] | None = None) -> None:
         self.kind, self.type, self.keys, self.children, self.labels = (kind, tp, keys, children,
                                                                       labels)
-        self.registry, self.meta, self.flatten, self.unflatten = (registry, meta, flatten,
-                                                                  unflatten)
+        self.meta, self.flatten, self.unflatten = meta, flatten, unflatten
 
 
 def node_of(x: Any) -> Node | None:
@@ -49,7 +46,7 @@ def node_of(x: Any) -> Node | None:
         return None
     node = _optree_node(x)
     if node is None and isinstance(x, dict):
-        node = _dict_node(x, "dict")
+        node = _dict_node(x)
     if node is None and "jax" in sys.modules:
         node = _jax_node(x)
     if node is None and "torch.utils._pytree" in sys.modules:
@@ -66,10 +63,9 @@ _PLAIN = (dict, list, tuple)
 """The types every registry takes for nodes (a shortcut: optree's answer for them)."""
 
 
-def _dict_node(x: Any, registry: str) -> Node:
+def _dict_node(x: Any) -> Node:
     keys = tuple(x)
-    return Node(DICT, type(x), keys, list(x.values()), tuple(f"[{k!r}]" for k in keys),
-                registry)
+    return Node(DICT, type(x), keys, list(x.values()), tuple(f"[{k!r}]" for k in keys))
 
 
 def _optree() -> Any:
@@ -86,14 +82,14 @@ def _optree_node(x: Any) -> Node | None:
         return None
     tp = type(x)
     if tp is dict or tp is OrderedDict:
-        return _dict_node(x, "optree")
+        return _dict_node(x)
     if tp is list or tp is tuple:
         n = len(x)
         return Node(LIST if tp is list else TUPLE, tp, tuple(range(n)), list(x),
-                    tuple(f"[{i}]" for i in range(n)), "optree")
+                    tuple(f"[{i}]" for i in range(n)))
     if optree.is_namedtuple_class(tp):
         fields = tuple(tp._fields)
-        return Node(NAMEDTUPLE, tp, fields, list(x), tuple(f".{f}" for f in fields), "optree")
+        return Node(NAMEDTUPLE, tp, fields, list(x), tuple(f".{f}" for f in fields))
     unflatten = one.unflatten_func
 
     def flatten(y: Any) -> tuple[list, Any]:
@@ -101,8 +97,7 @@ def _optree_node(x: Any) -> Node | None:
         return o.children, o.metadata
 
     return Node(GENERIC, tp, tuple(one.entries), list(one.children),
-                tuple(f"[{e!r}]" for e in one.entries), "optree", one.metadata, flatten,
-                unflatten)
+                tuple(f"[{e!r}]" for e in one.entries), one.metadata, flatten, unflatten)
 
 
 def _jax_node(x: Any) -> Node | None:
@@ -116,7 +111,7 @@ def _jax_node(x: Any) -> Node | None:
         return None
     paths, _ = tu.tree_flatten_with_path(x, is_leaf=lambda z: z is not x)
     labels = tuple(_jax_label(tu, p[0]) for p, _ in paths)
-    return Node(GENERIC, type(x), labels, children, labels, "jax", treedef, flatten,
+    return Node(GENERIC, type(x), labels, children, labels, treedef, flatten,
                 lambda treedef, ch: treedef.unflatten(ch))
 
 
@@ -134,5 +129,5 @@ def _torch_node(x: Any) -> Node | None:
     flatten = node_def.flatten_fn
     children, context = flatten(x)
     labels = tuple(f"[{i}]" for i in range(len(children)))
-    return Node(GENERIC, type(x), tuple(range(len(children))), list(children), labels, "torch",
-                context, flatten, lambda ctx, ch: node_def.unflatten_fn(ch, ctx))
+    return Node(GENERIC, type(x), tuple(range(len(children))), list(children), labels, context,
+                flatten, lambda ctx, ch: node_def.unflatten_fn(ch, ctx))
