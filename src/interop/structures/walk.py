@@ -59,17 +59,17 @@ def walk(reg: Any, x: Any, node_owner: str, path: str = "") -> Walked:
 
 def leaves(w: Walked) -> Iterator[Leaf]:
     """The array leaves of a walked structure, in order."""
-    if isinstance(w, Leaf):
-        yield w
-    elif isinstance(w, Tree):
-        for c in w.children:
-            yield from leaves(c)
+    return _ends(w, Leaf)
 
 
 def kept(w: Walked) -> Iterator[Kept]:
     """The leaves kept as they are, in order."""
-    if isinstance(w, Kept):
+    return _ends(w, Kept)
+
+
+def _ends(w: Walked, kind: type) -> Iterator[Any]:
+    if isinstance(w, kind):
         yield w
     elif isinstance(w, Tree):
         for c in w.children:
-            yield from kept(c)
+            yield from _ends(c, kind)
