@@ -251,6 +251,36 @@ def test_the_output_tuple_converts_in_one_call(dali):
     assert plan.zero_copy and REUSE in plan.hazards
 
 
+def test_leaf_options_reach_each_batch_of_the_output_tuple(dali):
+    """``ragged=``/``fill_value=`` on the tuple of ``pipe.run()`` reach each TensorList: the
+    ragged one is padded (a copy), the dense one stays a zero-copy view; ``fill_value=`` alone
+    keeps a dict of batches a structure (a batch takes it), and an option no batch takes, or a
+    bad value, is named."""
+    pipe = _two_outputs(dali)
+    outs = pipe.run()
+    dense, padded = interop.to_framework(outs, "numpy", ragged="pad", fill_value=-1)
+    assert dense.ctypes.data == outs[0].data_ptr()
+    dense[0, 0, 0] = 4.0
+    assert dali_read(outs[0][0])[0, 0] == 4.0
+    assert padded.shape == (4, 64) and not any(
+        padded.ctypes.data <= dali_ptr(outs[1][i]) < padded.ctypes.data + padded.nbytes
+        for i in range(4))
+    for i, (n,) in enumerate(RAGGED):
+        assert (padded[i, :n] == dali_read(outs[1][i])).all() and (padded[i, n:] == -1).all()
+    plan = interop.explain(outs, "torch", ragged="pad")
+    assert not plan.zero_copy and plan.leaves["[1]"].steps[0].copies
+    assert plan.leaves["[0]"].zero_copy
+    both = interop.to_framework({"a": outs[0], "b": outs[1]}, "numpy", ragged="pad",
+                                fill_value=-2)
+    assert type(both) is dict and both["b"].shape == (4, 64) and both["b"][0, -1] == -2
+    with pytest.raises(InteropError, match=r"\['nulls'\] apply to .*none of its leaves"):
+        interop.to_framework(outs, "numpy", nulls="mask")
+    with pytest.raises(InteropError, match=r"leaf \[0\]: ragged='stack'"):
+        interop.to_framework(outs, "numpy", ragged="stack")
+    with pytest.raises(InteropError, match=r"unknown option 'raged' \(did you mean 'ragged'"):
+        interop.to_framework(outs, "numpy", raged="pad")
+
+
 # ---- buffer reuse across run()s ----------------------------------------------------------
 
 def test_default_executor_keeps_the_first_batch_after_the_second_run(dali):
@@ -384,6 +414,64 @@ def test_gpu_tensors_go_over_dlpack_with_the_stream(dali, monkeypatch):
     assert x.streams == [5]
     with pytest.raises(DeviceError, match="device='cpu'"):
         interop.to_framework(x, "numpy")
+
+
+def test_stream_reaches_a_gpu_batchs_samples(dali, monkeypatch):
+    """A stand-in ``TensorListGPU`` (dense: one ``as_tensor()``; ragged: its samples) whose
+    tensors record the stream their ``__dlpack__`` is given: ``stream=`` on the batch, and on
+    the output tuple, reaches DALI's DLPack export (the stand-in then raises, as no device is
+    here). The real GPU path is checked only by the gpu-marked tests."""
+    import nvidia.dali.backend_impl as backend
+    from nvidia.dali.backend_impl import DLDeviceType
+
+    from interop.errors import ProtocolError
+
+    streams = []
+
+    class TensorGPU:
+        __module__ = "nvidia.dali.tensors"
+        __cuda_array_interface__ = {"shape": (4, 16), "typestr": "=f", "version": 2,
+                                    "data": (0x7F0000000000, False), "strides": None}
+
+        def device_id(self):
+            return 0
+
+        def __dlpack_device__(self):
+            return (DLDeviceType.kDLCUDA, 0)
+
+        def __dlpack__(self, stream=None, **kw):
+            streams.append(stream)
+            raise BufferError("stand-in: no device here")
+
+    class TensorListGPU:
+        __module__ = "nvidia.dali.tensors"
+
+        def __init__(self, dense):
+            self.dense = dense
+
+        def is_dense_tensor(self):
+            return self.dense
+
+        def as_tensor(self):
+            return TensorGPU()
+
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return TensorGPU()
+
+        def device_id(self):
+            return 0
+
+    monkeypatch.setattr(backend, "TensorGPU", TensorGPU)
+    monkeypatch.setattr(backend, "TensorListGPU", TensorListGPU)
+    for value, want in ((TensorListGPU(True), [5]), (TensorListGPU(False), [5]),
+                        ((TensorListGPU(True),), [5])):
+        streams.clear()
+        with pytest.raises(ProtocolError, match="BufferError: stand-in"):
+            interop.to_framework(value, "torch", stream=5)
+        assert streams == want, value
 
 
 @pytest.mark.gpu

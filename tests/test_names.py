@@ -64,6 +64,17 @@ def test_unknown_option_suggests_the_closest_name(option, suggested):
         interop.to_framework(pa.table({"a": [1.0]}), "torch", **{option: 1})
 
 
+def test_ragged_is_a_known_option():
+    """``ragged=`` (a batch of samples, e.g. a DALI TensorList) is listed and suggested."""
+    with pytest.raises(InteropError) as ei:
+        interop.to_framework(np.arange(3.0), "torch", raged="pad")
+    msg = str(ei.value)
+    assert msg.startswith("unknown option 'raged' (did you mean 'ragged'?)"), msg
+    assert "ragged=, fill_value=" in msg
+    with pytest.raises(InteropError, match=r"options \['ragged'\] apply to .*batches"):
+        interop.to_framework(np.arange(3.0), "torch", ragged="pad")
+
+
 def test_a_table_option_on_an_array_still_says_where_it_applies():
     with pytest.raises(InteropError, match=r"options \['nulls'\] apply to tables"):
         interop.to_framework(np.arange(3.0), "torch", nulls="mask")

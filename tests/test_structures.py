@@ -220,6 +220,30 @@ def test_a_flat_dict_is_a_table_where_the_target_expects_one():
     assert not interop.can_convert({"x": [x]}, "torch", nulls="mask")
 
 
+def test_options_reach_the_leaves_that_take_them():
+    """Table options on a tuple reach its table leaf (nulls filled, read back from Arrow's own
+    values) while the array leaf stays zero-copy; a flat dict whose table leaf takes them is a
+    structure, not a table; an option no leaf takes, or no source takes, is named."""
+    pa = pytest.importorskip("pyarrow")
+    from interop.tables import Columns
+
+    t = pa.table({"a": pa.array([1.0, None, 3.0])})
+    x = np.arange(3.0)
+    table, (arr,) = interop.to_framework((t, [x]), "numpy", nulls="fill", fill_value=-1.0)
+    assert isinstance(table, Columns) and table["a"].tolist() == [1.0, -1.0, 3.0]
+    assert t.column("a").null_count == 1 and arr.ctypes.data == x.ctypes.data
+    plan = interop.explain((t, [x]), "numpy", nulls="fill", fill_value=-1.0)
+    assert plan.supported and not plan.leaves["[0]"].zero_copy and plan.leaves["[1][0]"].zero_copy
+    assert interop.can_convert((t, [x]), "numpy", nulls="fill", fill_value=-1.0)
+    assert not interop.can_convert((t, [x]), "numpy")
+    got = interop.to_framework({"t": t, "x": x}, "numpy", nulls="fill", fill_value=0.0)
+    assert type(got) is dict and got["t"]["a"].tolist() == [1.0, 0.0, 3.0]
+    with pytest.raises(InteropError, match=r"\['nulls'\] apply to .*none of its leaves"):
+        interop.to_framework((x, [x]), "numpy", nulls="mask")
+    with pytest.raises(InteropError, match=r"unknown option 'nuls' \(did you mean 'nulls'"):
+        interop.to_framework((t, [x]), "numpy", nuls="mask")
+
+
 def test_leaves_of_a_registered_framework_are_leaves_by_ownership():
     from interop.adapters.base import ArrayAdapter, Edge, fixed
     from interop.default import build

@@ -8,11 +8,29 @@ CALL_OPTIONS = ("device", "copy", "stream")
 """The keyword arguments of ``to_framework`` besides the table options."""
 TABLE_OPTIONS = ("nulls", "fill_value", "columns")
 """The options tables and dataframes take (:mod:`interop.tables.columns`)."""
+BATCH_OPTIONS = ("ragged", "fill_value")
+"""The options a batch of samples takes (a DALI ``TensorList``: ``ragged="list"`` or ``"pad"``
+with ``fill_value=``; :mod:`interop.adapters.dali_`)."""
 STRUCTURE_OPTIONS = ("structure",)
 """The option of dicts and other structures: ``structure="tree"`` or ``"table"``
 (:mod:`interop.structures.adapter`)."""
 DEVICE_SYNONYMS = {"gpu": "cuda", "host": "cpu"}
 """Device words other libraries use, and the name interop takes for them."""
+
+
+def unknown_option(options: Iterable[str]) -> str | None:
+    """The message for the first of ``options`` no source takes (naming the closest known
+    option and every known one), or ``None`` when each is some source's option."""
+    known = tuple(dict.fromkeys(TABLE_OPTIONS + BATCH_OPTIONS + STRUCTURE_OPTIONS))
+    unknown = sorted(o for o in options if o not in known)
+    if not unknown:
+        return None
+    listed = lambda names: ", ".join(o + "=" for o in names)  # noqa: E731
+    return (f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], CALL_OPTIONS + known)}; "
+            f"known: {listed(CALL_OPTIONS)}, for tables and dataframes "
+            f"{listed(TABLE_OPTIONS)}, for batches of samples (a DALI TensorList) "
+            f"{listed(BATCH_OPTIONS)}, and for dicts and other structures "
+            f"{listed(STRUCTURE_OPTIONS)}")
 
 
 def did_you_mean(name: str, known: Iterable[str] | dict[str, str],

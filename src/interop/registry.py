@@ -170,7 +170,7 @@ class Registry:
                     self._keep(x, target, tgt, device, copy, fn)
                 return fn
             if isinstance(adapter, TableAdapter):
-                return self._table_plan(adapter, x, target, tgt, device, copy, options)
+                return self._table_plan(adapter, x, target, tgt, device, copy, stream, options)
             if options:
                 raise _no_options(src, options)
             have = adapter.device(x)
@@ -216,15 +216,17 @@ class Registry:
         return promote
 
     def leaf_plan(self, x: Any, target: str, device: Any, copy: bool | None,
-                  stream: Any) -> Convert:
+                  stream: Any, options: dict[str, Any] | None = None) -> Convert:
         """What a structure's plan binds for its leaves of ``type(x)``: the plan kept for the
-        type (its fast form made now), or, where plans depend on each value (a device move, a
-        stream, an owner decided per value), a call planning each value."""
-        kept = self._kept_plan(type(x), target, device, copy) if stream is None else None
+        type (its fast form made now), or, where plans depend on each value or call (a device
+        move, a stream, the leaf's own options such as a DALI batch's ``ragged=``, an owner
+        decided per value), a call planning each value."""
+        per_call = stream is not None or bool(options)
+        kept = None if per_call else self._kept_plan(type(x), target, device, copy)
         if kept is None:
-            self.plan_for(x, target, device, copy, stream)  # raises for a leaf that cannot go
-            if stream is not None:
-                return lambda v: self.plan_for(v, target, device, copy, stream)(v)
+            self.plan_for(x, target, device, copy, stream, options)  # raises if it cannot go
+            if per_call:
+                return lambda v: self.plan_for(v, target, device, copy, stream, options)(v)
             kept = self._kept_plan(type(x), target, device, copy)
             if kept is None:  # not kept: planned per value
                 return lambda v: self.convert(v, target, device=device, copy=copy)
@@ -238,8 +240,11 @@ class Registry:
         return self.other.get((tp, target, device, copy))
 
     def _table_plan(self, adapter: TableAdapter, x: Any, target: str, tgt: str, device: Any,
-                    copy: bool | None, options: dict[str, Any] | None) -> Convert:
+                    copy: bool | None, stream: Any,
+                    options: dict[str, Any] | None) -> Convert:
         convert, opts = adapter.convert, dict(options or {})
+        if stream is not None and adapter.stream:
+            opts["stream"] = stream  # its samples' DLPack export takes it
 
         def fn(x: Any) -> Any:
             return convert(self, x, tgt, copy=copy, device=device, **opts)
@@ -291,18 +296,13 @@ class Registry:
 
 
 def _no_options(src: str, options: dict[str, Any]) -> InteropError:
-    from .names import CALL_OPTIONS, STRUCTURE_OPTIONS, TABLE_OPTIONS, did_you_mean
+    from .names import unknown_option
 
-    known = TABLE_OPTIONS + STRUCTURE_OPTIONS
-    unknown = sorted(o for o in options if o not in known)
+    unknown = unknown_option(options)
     if unknown:
-        return InteropError(
-            f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], CALL_OPTIONS + known)}"
-            f"; known: {', '.join(o + '=' for o in CALL_OPTIONS)}, for tables and "
-            f"dataframes {', '.join(o + '=' for o in TABLE_OPTIONS)}, and for dicts and other "
-            f"structures {', '.join(o + '=' for o in STRUCTURE_OPTIONS)}")
-    return InteropError(f"options {sorted(options)} apply to tables, dataframes and "
-                        f"structures, not to a {src} value")
+        return InteropError(unknown)
+    return InteropError(f"options {sorted(options)} apply to tables, dataframes, batches of "
+                        f"samples and structures, not to a {src} value")
 
 
 def _converter(reg: Registry) -> Callable[..., Any]:

@@ -28,6 +28,7 @@ import sys
 from typing import Any
 
 from ..errors import InteropError, ZeroCopyError
+from ..names import BATCH_OPTIONS
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
 from .base import Accepts, ArrayAdapter, Edge, TableAdapter, fixed, module
@@ -163,11 +164,12 @@ def _ragged_why(tl: Any) -> str:
     return f"not dense: {len(tl)} {kind} ({shown})"
 
 
-def _padded(reg: Any, tl: Any, fill: Any) -> Any:
+def _padded(reg: Any, tl: Any, fill: Any, stream: Any = None) -> Any:
     """One batch of the samples padded to the largest extent of each dimension: a copy on the
-    list's device (NumPy on the host, CuPy on a GPU), each sample read zero-copy."""
+    list's device (NumPy on the host, CuPy on a GPU), each sample read zero-copy (on
+    ``stream``)."""
     hub = "cupy" if _on_gpu(tl) else "numpy"
-    samples = [reg.convert(tl[i], hub) for i in range(len(tl))]
+    samples = [reg.convert(tl[i], hub, stream=stream) for i in range(len(tl))]
     shape = tuple(max(s.shape[d] for s in samples) for d in range(samples[0].ndim))
     out = module(hub).full((len(samples), *shape), fill, dtype=samples[0].dtype)
     for i, s in enumerate(samples):
@@ -181,15 +183,16 @@ def _pad_refused(tl: Any) -> str:
 
 
 def _convert_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
-                   device: Any = None, **options: Any) -> Any:
+                   device: Any = None, stream: Any = None, **options: Any) -> Any:
     ragged, fill = _options(options)
     if tl.is_dense_tensor():
-        return reg.convert(tl.as_tensor(), target, copy=copy, device=device)
+        return reg.convert(tl.as_tensor(), target, copy=copy, device=device, stream=stream)
     if ragged == "list":
-        return [reg.convert(tl[i], target, copy=copy, device=device) for i in range(len(tl))]
+        return [reg.convert(tl[i], target, copy=copy, device=device, stream=stream)
+                for i in range(len(tl))]
     if copy is False:
         raise ZeroCopyError(f"copy=False but {_pad_refused(tl)}")
-    return reg.convert(_padded(reg, tl, fill), target, device=device)
+    return reg.convert(_padded(reg, tl, fill, stream), target, device=device, stream=stream)
 
 
 def _explain_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
@@ -237,6 +240,8 @@ BATCH = TableAdapter(
     convert=_convert_batch,
     explain=_explain_batch,
     parts=lambda tl: [tl[i] for i in range(len(tl))],
+    options=BATCH_OPTIONS,
+    stream=True,
 )
 
 ADAPTERS = [ADAPTER, BATCH]

@@ -7,8 +7,13 @@ the table options ``nulls=``, ``fill_value=``, ``columns=``) when ``structure="t
 given, or, by default, when it is flat (each value an array, or a ``(values, mask)`` pair)
 and either its target is a table framework (pyarrow, pandas, polars, cuDF), or one of its
 values is a column of one (an Arrow array, a pandas or polars Series: their nulls and temporal
-types follow the table rules), or a table option is given. Otherwise it is a structure, as is
+types follow the table rules), or a table option is given that none of its values takes as
+its own (a DALI batch takes ``fill_value=``). Otherwise it is a structure, as is
 any dict with ``structure="tree"``: each leaf converted on its own, the same keys returned.
+
+Options on a structure reach each leaf that takes them (:func:`leaf_options`: a DALI batch's
+``ragged=``/``fill_value=``, a table leaf's ``nulls=``/``fill_value=``/``columns=``); an option
+no leaf takes is an error naming it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from ..tables import TABLE_TARGETS
 from .nodes import DICT, TUPLE, is_node
 
 if TYPE_CHECKING:
-    from .walk import Tree
+    from .walk import Leaf, Tree
 
 # The walk, the compiled plans and the explanation load with the first structure converted:
 # an array's first conversion never needs them.
@@ -63,17 +68,30 @@ def is_table(w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bo
                         or any(leaf.owner in TABLE_TARGETS for leaf in leaves(w)))
 
 
-def _as_table(w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bool:
-    """:func:`is_table`; for a structure, the checks its conversion makes first (table
-    options given to a structure, a structure of no arrays), raised."""
-    if is_table(w, tgt, mode, options):
-        return True
-    if options:
-        raise InteropError(f"options {sorted(options)} apply to tables; this "
-                           f"{w.node.type.__name__} is converted as a structure "
-                           "(structure='table' reads a flat dict of columns as a table)")
+def leaf_options(reg: Any, leaf: Leaf, options: dict[str, Any]) -> dict[str, Any]:
+    """The options of a call that ``leaf``'s own conversion takes (a DALI batch's ``ragged=``,
+    a table leaf's ``nulls=``): those its adapter declares (:attr:`TableAdapter.options`)."""
+    takes = getattr(reg.adapters[leaf.owner], "options", ())
+    return {k: v for k, v in options.items() if k in takes}
+
+
+def _as_table(reg: Any, w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bool:
+    """:func:`is_table`; for a structure, the checks its conversion makes first (options no
+    leaf takes, a structure of no arrays), raised. An option some leaf takes (a DALI batch's
+    ``fill_value=``) does not make the dict a table."""
+    from ..names import unknown_option
     from .walk import kept, leaves
 
+    taken = {k for leaf in leaves(w) for k in leaf_options(reg, leaf, options)}
+    if is_table(w, tgt, mode, {k: v for k, v in options.items() if k not in taken}):
+        return True
+    unused = sorted(k for k in options if k not in taken)
+    if unused:
+        unknown = unknown_option(unused)
+        raise InteropError(unknown or (
+            f"options {unused} apply to tables, dataframes and batches of samples (a DALI "
+            f"TensorList); this {w.node.type.__name__} is converted as a structure and none of "
+            "its leaves takes them (structure='table' reads a flat dict of columns as a table)"))
     if next(leaves(w), None) is None and next(kept(w), None) is not None:
         kinds = sorted({k.type.__name__ for k in kept(w)})
         raise UnsupportedConversionError(
@@ -106,7 +124,7 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
     one made for it (and kept) when the value has another structure."""
     from ..tables.adapters import DICT
     from .compile import Mismatch, compile_tree
-    from .walk import Leaf, Tree, walk
+    from .walk import Tree, walk
 
     opts = dict(options or {})
     mode = structure_mode(opts)
@@ -114,12 +132,13 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
     narrows = rules is not None and rules.narrows is not None
 
     def leaf_plan(leaf: Leaf) -> Convert:
-        return reg.leaf_plan(leaf.value, target, device, copy, stream)
+        return reg.leaf_plan(leaf.value, target, device, copy, stream,
+                             leaf_options(reg, leaf, opts))
 
     def make(y: Any) -> Convert:
         w = walk(reg, y, NAME)
         assert isinstance(w, Tree)
-        if _as_table(w, tgt, mode, opts):
+        if _as_table(reg, w, tgt, mode, opts):
             return _table_run(w, lambda z: DICT.convert(reg, z, tgt, copy=copy, device=device,
                                                         **opts))
         run = compile_tree(w, leaf_plan, narrows)
@@ -179,11 +198,11 @@ def _explain(reg: Any, x: Any, tgt: str, device: Any, copy: bool | None,
     w = walk(reg, x, NAME)
     assert isinstance(w, Tree)
     try:
-        if _as_table(w, tgt, mode, opts):
+        if _as_table(reg, w, tgt, mode, opts):
             return DICT.explain(reg, x, tgt, copy=copy, **opts)
     except UnsupportedConversionError:  # no arrays: the plan says so
         pass
-    return explain(reg, w, tgt, device, copy)
+    return explain(reg, w, tgt, device, copy, lambda leaf: leaf_options(reg, leaf, opts))
 
 
 def _leaves(reg: Any, x: Any) -> list[Any]:

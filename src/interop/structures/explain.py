@@ -3,11 +3,12 @@ the registry's own plan for that leaf (so it says what the conversion does)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..plan import Plan, Step
-from .walk import Tree, kept, leaves
+from .walk import Leaf, Tree, kept, leaves
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,12 @@ class StructurePlan(Plan):
         return "\n".join(lines)
 
 
-def explain(reg: Any, w: Tree, tgt: str, device: Any, copy: bool | None) -> StructurePlan:
-    """The plan of converting the walked structure ``w`` to ``tgt``; converts nothing."""
-    plans = {leaf.path: reg.explain(leaf.value, tgt, device, copy) for leaf in leaves(w)}
+def explain(reg: Any, w: Tree, tgt: str, device: Any, copy: bool | None,
+            options: Callable[[Leaf], dict[str, Any]] = lambda leaf: {}) -> StructurePlan:
+    """The plan of converting the walked structure ``w`` to ``tgt`` (``options``: the options
+    each leaf takes); converts nothing."""
+    plans = {leaf.path: reg.explain(leaf.value, tgt, device, copy, options(leaf))
+             for leaf in leaves(w)}
     failing = [(path, p) for path, p in plans.items() if not p.supported]
     label = f"{w.node.type.__name__} ({len(plans)} array leaves)"
     kept_paths = tuple(k.path for k in kept(w))
