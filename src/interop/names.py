@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .adapters.dali_ import OPTIONS as DALI_BATCH_OPTIONS
+
 CALL_OPTIONS = ("device", "copy", "stream")
 """The keyword arguments of ``to_framework`` besides the table options."""
 TABLE_OPTIONS = ("nulls", "fill_value", "columns")
 """The options tables and dataframes take (:mod:`interop.tables.columns`)."""
-BATCH_OPTIONS = ("ragged", "fill_value")
+BATCH_OPTIONS = DALI_BATCH_OPTIONS
 """The options a batch of samples takes (a DALI ``TensorList``: ``ragged="list"`` or ``"pad"``
-with ``fill_value=``; :mod:`interop.adapters.dali_`)."""
+with ``fill_value=``), as :mod:`interop.adapters.dali_` declares them."""
 STRUCTURE_OPTIONS = ("structure",)
 """The option of dicts and other structures: ``structure="tree"`` or ``"table"``
 (:mod:`interop.structures.adapter`)."""

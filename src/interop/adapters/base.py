@@ -15,7 +15,6 @@ from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..memo import ARROW_TYPE_ID, memo, memo_by  # noqa: F401 - for the adapters
-from ..names import TABLE_OPTIONS
 from ..protocols import dlpack
 from ..record import record
 from ..view import BufferView
@@ -164,8 +163,9 @@ class TableAdapter:
     parts: Callable[[Any], list[Any]] | None = None
     """The arrays a value is made of (the samples of a DALI batch), for
     :func:`interop.shares_memory`; ``None``: it tells of none."""
-    options: tuple[str, ...] = TABLE_OPTIONS
-    """The options ``convert`` takes: a structure hands each of its leaves those it takes."""
+    options: tuple[str, ...] | None = None
+    """The options ``convert`` takes (``None``: the table options,
+    :data:`interop.names.TABLE_OPTIONS`); a structure hands each leaf those it takes."""
     stream: bool = False
     """Whether ``convert`` takes ``stream=`` (a batch of GPU samples); otherwise the stream is
     not passed on."""

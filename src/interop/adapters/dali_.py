@@ -28,7 +28,6 @@ import sys
 from typing import Any
 
 from ..errors import InteropError, ZeroCopyError
-from ..names import BATCH_OPTIONS
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
 from .base import Accepts, ArrayAdapter, Edge, TableAdapter, fixed, module
@@ -44,6 +43,8 @@ REUSE = ("DALI's legacy executor (exec_dynamic=False, exec_async=False, exec_pip
 
 RAGGED = ("list", "pad")
 """The values of the ``ragged=`` option: a list of per-sample results, or one padded batch."""
+OPTIONS = ("ragged", "fill_value")
+"""The options a batch takes (given to a structure of batches, they reach each batch)."""
 
 
 def _types(*names: str) -> tuple[type, ...]:
@@ -240,7 +241,7 @@ BATCH = TableAdapter(
     convert=_convert_batch,
     explain=_explain_batch,
     parts=lambda tl: [tl[i] for i in range(len(tl))],
-    options=BATCH_OPTIONS,
+    options=OPTIONS,
     stream=True,
 )
 
