@@ -165,12 +165,13 @@ def _ragged_why(tl: Any) -> str:
     return f"not dense: {len(tl)} {kind} ({shown})"
 
 
-def _padded(reg: Any, tl: Any, fill: Any, stream: Any = None) -> Any:
+def _padded(reg: Any, tl: Any, fill: Any) -> Any:
     """One batch of the samples padded to the largest extent of each dimension: a copy on the
-    list's device (NumPy on the host, CuPy on a GPU), each sample read zero-copy (on
-    ``stream``)."""
+    list's device (NumPy on the host, CuPy on a GPU), each sample read zero-copy. The samples
+    are read without a stream (DALI's export then waits on the host), as the padding runs on
+    CuPy's current stream, not on one the caller names."""
     hub = "cupy" if _on_gpu(tl) else "numpy"
-    samples = [reg.convert(tl[i], hub, stream=stream) for i in range(len(tl))]
+    samples = [reg.convert(tl[i], hub) for i in range(len(tl))]
     shape = tuple(max(s.shape[d] for s in samples) for d in range(samples[0].ndim))
     out = module(hub).full((len(samples), *shape), fill, dtype=samples[0].dtype)
     for i, s in enumerate(samples):
@@ -193,7 +194,7 @@ def _convert_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
                 for i in range(len(tl))]
     if copy is False:
         raise ZeroCopyError(f"copy=False but {_pad_refused(tl)}")
-    return reg.convert(_padded(reg, tl, fill, stream), target, device=device, stream=stream)
+    return reg.convert(_padded(reg, tl, fill), target, device=device, stream=stream)
 
 
 def _explain_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
