@@ -165,6 +165,7 @@ def _refused_after_copy(reg: Registry, at: str, value: Any,
     try:
         arr = adapter.preview(value) if adapter.consumable else adapter.to_numpy(value)
         arr = fresh_buffer(arr.shape, reg.runner.narrowing(arr.dtype, tgt) or arr.dtype)
+        arr.reshape(-1).view("u1").fill(0)  # values a consumer validates (dates) must be valid
     except NullsError as e:
         return NULLS, str(e)
     except InteropError as e:
