@@ -12,7 +12,8 @@ _fresh = host.fresh_buffer
 
 
 def _garbage(shape, dtype):
-    """What an unset buffer may hold: every byte 0x7F (a datetime far out of pandas' range; 0xFF would be NaT)."""
+    """What an unset buffer may hold: every byte 0x7F (a date far out of pandas' range;
+    0xFF would read as NaT)."""
     arr = _fresh(shape, dtype)
     arr.reshape(-1).view("u1").fill(0x7F)
     return arr
