@@ -330,8 +330,10 @@ def _converter(reg: Registry) -> Callable[..., Any]:
             try:
                 plan = plans[target][type(x)]
             except (KeyError, TypeError):  # a first call, or an unhashable target (named below)
-                return plan_for(x, target, None, None, None, None)(x)
-            return plan(x)
+                pass
+            else:
+                return plan(x)
+            return plan_for(x, target, None, None, None, None)(x)
         return with_options(x, target, options.pop("device", None), options.pop("copy", None),
                             options.pop("stream", None), options)
 

@@ -11,7 +11,7 @@ from .verdicts import Check
 CAI_VIA = "CUDA Array Interface"
 """The ``via`` of the CUDA Array Interface edges (the runner orders them for a stream)."""
 
-C_CONTIGUOUS, ALIGNED = 0x1, 0x100
+C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x1, 0x100, 0x400
 """NumPy's flag bits (``ndarray.flags.num``), for :attr:`Accepts.flags`."""
 
 
