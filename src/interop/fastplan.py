@@ -18,7 +18,10 @@ edges ``numpy -> torch`` it reads::
 
 where ``d0``, ``f0`` come from the edge's ``Accepts``, ``c0`` is its conversion and ``k0``
 the checked plan from step 0 on. (The plan is cached per source type, so the first step's
-type test is left out when the edge accepts that type.)
+type test is left out when the edge accepts that type.) Where the ``Accepts`` names the
+framework's own call (``native``), ``c0`` is that call itself (``torch.from_numpy``, no
+frame of ours around it) and ``except`` also takes what it raises where it refuses
+(``e0``); its ``unset`` attributes are tested in the guard (``not x.requires_grad``).
 """
 
 from __future__ import annotations
