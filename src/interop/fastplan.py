@@ -18,7 +18,10 @@ edges ``numpy -> torch`` it reads::
 
 where ``d0``, ``f0`` come from the edge's ``Accepts``, ``c0`` is its conversion and ``k0``
 the checked plan from step 0 on. (The plan is cached per source type, so the first step's
-type test is left out when the edge accepts that type.)
+type test is left out when the edge accepts that type.) Where the ``Accepts`` names the
+framework's own call (``native``), ``c0`` is that call itself (``torch.from_numpy``, no
+frame of ours around it) and ``except`` also takes what it raises where it refuses
+(``e0``); its ``unset`` attributes are tested in the guard (``not x.requires_grad``).
 """
 
 from __future__ import annotations
@@ -55,10 +58,15 @@ def fast_plan(steps: Sequence[Step], source_type: type) -> Callable[[Any], Any] 
         types = tuple(accepts.types())
         dtypes = accepts.dtypes() if accepts.dtypes is not None else None
         type_test = "" if i == 0 and source_type in types else "is" if len(types) == 1 else "in"
+        if accepts.native is not None:
+            call, refusals = accepts.native()
+            refusals = (NeedsCopy, *refusals)
+        else:
+            refusals = NeedsCopy
         shape.append(("guard", type_test, dtypes is not None, bool(accepts.flags),
-                      accepts.ndim is not None))
+                      accepts.ndim is not None, accepts.unset))
         args += [types[0] if type_test == "is" else types, dtypes, accepts.flags,
-                 accepts.ndim, call, checked]
+                 accepts.ndim, call, refusals, checked]
     key = tuple(shape)
     make = _MAKERS.get(key)
     if make is None:
@@ -75,14 +83,18 @@ def _compile(shape: tuple) -> Callable[..., Callable[[Any], Any]]:
             body.append(f"return k{i}(x)")
             break
         if step[0] == "guard":
-            _, type_test, dtypes, flags, ndim = step
+            _, type_test, dtypes, flags, ndim, unset = step
             params += [f"t{i}", f"d{i}", f"f{i}", f"n{i}"]
             tests = [f"type(x) {type_test} t{i}"] if type_test else []
             tests += [f"x.dtype in d{i}"] if dtypes else []
             tests += [f"x.flags.num & f{i} == f{i}"] if flags else []
             tests += [f"x.ndim == n{i}"] if ndim else []
+            tests += [f"not x.{name}" for name in unset]
             if tests:
                 body += [f"if not ({' and '.join(tests)}):", f"    return k{i}(x)"]
+            params += [f"c{i}", f"e{i}", f"k{i}"]
+            body += ["try:", f"    x = c{i}(x)", f"except e{i}:", f"    return k{i}(x)"]
+            continue
         params += [f"c{i}", f"k{i}"]
         body += ["try:", f"    x = c{i}(x)", "except NeedsCopy:", f"    return k{i}(x)"]
     else:

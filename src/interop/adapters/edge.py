@@ -11,7 +11,7 @@ from .verdicts import Check
 CAI_VIA = "CUDA Array Interface"
 """The ``via`` of the CUDA Array Interface edges (the runner orders them for a stream)."""
 
-C_CONTIGUOUS, ALIGNED = 0x1, 0x100
+C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x1, 0x100, 0x400
 """NumPy's flag bits (``ndarray.flags.num``), for :attr:`Accepts.flags`."""
 
 
@@ -30,6 +30,15 @@ class Accepts:
     """NumPy flag bits (``C_CONTIGUOUS``, ``ALIGNED``) that must all be set."""
     ndim: int | None = None
     """The number of dimensions taken; ``None``: any."""
+    unset: tuple[str, ...] = ()
+    """Attributes that must be false (``requires_grad``: a value with it set goes to the
+    check)."""
+    native: Callable[[], tuple[Callable[[Any], Any], tuple[type[BaseException], ...]]] | None = (
+        None)
+    """The framework's own call, and the exceptions it raises on a value it will not take:
+    the fast form calls it in place of the edge's conversion (no frame of ours around it)
+    and hands a value it raises one of those for to the checked plan. It must return what
+    the conversion returns for every accepted value it takes."""
 
 
 @record(frozen=True)

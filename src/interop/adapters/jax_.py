@@ -17,8 +17,10 @@ from ..protocols import dlpack
 from ..view import BufferView, c_strides
 from . import numpy_
 from .base import (
+    C_CONTIGUOUS,
     NEEDS_COPY,
     STEP_COPIES,
+    WRITEABLE,
     Accepts,
     ArrayAdapter,
     ConsumerRules,
@@ -198,15 +200,17 @@ def _from_numpy_converter() -> Any:
     ml = _numpy_dtypes(ML)
 
     def convert(a: Any) -> Any:
-        flags = a.flags  # one read for both tests
-        if not flags.c_contiguous:
+        flags = a.flags.num  # one read for both tests
+        if not flags & C_CONTIGUOUS:
             raise NeedsCopy(NEEDS_COPY, "not a row-major buffer")
         if a.dtype in ml:
             return device_put(a, cpu, may_alias=True)
-        if not flags.writeable and a.size:
+        if flags & WRITEABLE:
+            return from_dlpack(a)
+        if a.size:
             alias = writable_alias(a.ctypes.data, a.size, a.dtype, a)
             a = alias if a.ndim == 1 else alias.reshape(a.shape)
-        elif not flags.writeable:  # empty: nothing to alias
+        else:  # empty: nothing to alias
             a = module("numpy").empty(a.shape, a.dtype)
         return from_dlpack(a)
 

@@ -285,7 +285,7 @@ def _to_numpy_converter() -> Any:
     """``Tensor.numpy()`` of the tensor (detached if it requires grad); bfloat16/float8 as
     an ml_dtypes view of their bits; where torch refuses (GPU, lazy bits), ``NeedsCopy``."""
     numpy = module("torch").Tensor.numpy
-    ml = frozenset(dt for dt, ts in _tables()[0].items() if ts.startswith(("bfloat", "float8")))
+    ml = _ml_dtypes()
 
     def convert(t: Any) -> Any:
         if t.requires_grad:
@@ -298,6 +298,28 @@ def _to_numpy_converter() -> Any:
             raise NeedsCopy(NEEDS_COPY, f"Tensor.numpy() refuses it ({e})") from None
 
     return convert
+
+
+def _ml_dtypes() -> frozenset[Any]:
+    """The torch dtypes NumPy has only through ml_dtypes (bfloat16, float8)."""
+    return frozenset(dt for dt, ts in _tables()[0].items() if ts.startswith(("bfloat", "float8")))
+
+
+def _numpy_view_dtypes() -> frozenset[Any]:
+    """The torch dtypes ``Tensor.numpy()`` itself may view (the others, and a tensor of them
+    that requires grad, go to the conversion)."""
+    return frozenset(_tables()[0]) - _ml_dtypes()
+
+
+def _native_numpy() -> tuple[Any, tuple[type[BaseException], ...]]:
+    """``Tensor.numpy`` and what it raises where it refuses (lazy bits, a GPU tensor)."""
+    return module("torch").Tensor.numpy, (RuntimeError, TypeError)
+
+
+def _native_from_numpy() -> tuple[Any, tuple[type[BaseException], ...]]:
+    """``torch.from_numpy`` and what it raises where it refuses (a negative stride on a
+    dimension of extent <= 1, which NumPy calls contiguous)."""
+    return module("torch").from_numpy, (TypeError, ValueError)
 
 
 def _ml_numpy(t: Any) -> Any:
@@ -363,9 +385,11 @@ def _edges() -> list[Edge]:
         Edge("numpy", "torch", "torch.from_numpy", _from_numpy_converter,
              check=from_numpy_check, hazard=_readonly_hazard,
              accepts=Accepts(lambda: (module("numpy").ndarray,), _plain_numpy_dtypes,
-                             flags=C_CONTIGUOUS)),
+                             flags=C_CONTIGUOUS, native=_native_from_numpy)),
         Edge("torch", "numpy", "Tensor.numpy()", _to_numpy_converter, check=tensor_check,
-             hazard=grad_hazard, accepts=Accepts(lambda: (module("torch").Tensor,))),
+             hazard=grad_hazard,
+             accepts=Accepts(lambda: (module("torch").Tensor,), _numpy_view_dtypes,
+                             unset=("requires_grad",), native=_native_numpy)),
     ]
 
 
