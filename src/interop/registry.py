@@ -308,41 +308,25 @@ def _no_options(src: str, options: dict[str, Any]) -> InteropError:
 def _converter(reg: Registry) -> Callable[..., Any]:
     plans, other, plan_for = reg.plans, reg.other, reg.plan_for
 
-    def to_framework(x: Any, target: str, **options: Any) -> Any:
+    def to_framework(x: Any, target: str, *, device: Any = None,
+                     copy: bool | None = None, stream: Any = None, **options: Any) -> Any:
         """Convert ``x`` to framework ``target``, without copying whenever the layouts allow.
 
-        Keywords: ``copy=None`` (the default) copies only when it must (``explain`` says
-        why), ``copy=False`` raises :class:`~interop.errors.ZeroCopyError` instead,
-        ``copy=True`` always returns a fresh buffer. ``device=None`` (the default) keeps the
-        data where it is; ``device="cpu"``, ``"cuda:N"`` or a framework's device object
-        (``torch.device``, a JAX ``Device``, ``cupy.cuda.Device``) names where the result
-        lives (moving between devices is a copy). ``stream`` (default ``None``) orders GPU
+        ``copy=None`` copies only when it must (``explain`` says why), ``copy=False`` raises
+        :class:`~interop.errors.ZeroCopyError` instead, ``copy=True`` always returns a fresh
+        buffer. ``device=None`` keeps the data where it is; ``device="cpu"``, ``"cuda:N"`` or a
+        framework's device object (``torch.device``, a JAX ``Device``, ``cupy.cuda.Device``)
+        names where the result lives (moving between devices is a copy). ``stream`` orders GPU
         work.
         ``options`` (``nulls=``, ``fill_value=``, ``columns=``) apply to tables and
         dataframes. A structure (nested dicts, lists, tuples, pytrees) comes back the same
         with each array leaf converted; ``structure="tree"`` or ``"table"`` says how to read
         a flat dict of arrays (:mod:`interop.structures.adapter`).
-
-        (The keywords are read from ``options``: a call with none then costs one dict
-        lookup per argument less than keyword-only parameters with defaults would.)
         """
-        if not options:
-            try:
-                plan = plans[target][type(x)]
-            except (KeyError, TypeError):  # a first call, or an unhashable target (named below)
-                pass
-            else:
-                return plan(x)
-            return plan_for(x, target, None, None, None, None)(x)
-        return with_options(x, target, options.pop("device", None), options.pop("copy", None),
-                            options.pop("stream", None), options)
-
-    def with_options(x: Any, target: str, device: Any, copy: bool | None, stream: Any,
-                     options: dict[str, Any]) -> Any:
         if device is None and copy is None and stream is None and not options:
             try:
                 plan = plans[target][type(x)]
-            except (KeyError, TypeError):
+            except (KeyError, TypeError):  # a first call, or an unhashable target (named below)
                 pass
             else:
                 return plan(x)
