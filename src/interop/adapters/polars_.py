@@ -93,17 +93,26 @@ def check(s: Any) -> tuple[str, str] | None:
 
 
 def _to_numpy_view(s: Any) -> Any:
-    """``Series.to_numpy(allow_copy=False)``; where polars would copy, the check decides:
-    booleans unpacked and dates converted (its ``STEP_COPIES`` verdict), anything else
-    ``NeedsCopy`` with its verdict (nulls, chunks, no NumPy dtype)."""
+    """``Series.to_numpy(allow_copy=False)``: a view of numbers as it is; where polars would
+    copy, or "views" what the check may refuse (an empty Series of any dtype, object or
+    time data), the check decides: booleans unpacked and dates converted (its
+    ``STEP_COPIES`` verdict), anything else ``NeedsCopy`` with its verdict (nulls, chunks,
+    no NumPy dtype)."""
     try:
-        return s.to_numpy(allow_copy=False)
+        out = s.to_numpy(allow_copy=False)
     except RuntimeError as e:  # polars says the view would need a copy
-        verdict = check(s)
-        if verdict is not None and verdict[0] == STEP_COPIES:
-            return s.to_numpy()
-        raise NeedsCopy(*(verdict or (NEEDS_COPY, f"polars Series {s.name!r}: no NumPy view "
-                                                  f"without a copy ({e})"))) from None
+        out, why = None, f" ({e})"
+    else:
+        if out.size and out.dtype.kind in "biufc":
+            return out
+        why = ""
+    verdict = check(s)
+    if verdict is None and out is not None:
+        return out
+    if verdict is not None and verdict[0] == STEP_COPIES:
+        return s.to_numpy()
+    raise NeedsCopy(*(verdict or (NEEDS_COPY, f"polars Series {s.name!r}: no NumPy view "
+                                              f"without a copy{why}"))) from None
 
 
 def to_numpy(s: Any) -> Any:
@@ -160,22 +169,10 @@ def _polars_dtypes() -> frozenset[Any]:
     return frozenset(np.dtype(c) for c in _POLARS_NUMERIC)
 
 
-def _viewable_dtypes() -> frozenset[Any]:
-    """The polars dtypes whose Series ``to_numpy(allow_copy=False)`` views as they are, or
-    refuses (nulls, chunks): numbers, and timestamps and durations without a time zone. (An
-    empty Series of any other dtype it "views" too, as object or float32 data: the check
-    decides those.)"""
-    pl = module("polars")
-    units = ("ms", "us", "ns")
-    return frozenset([getattr(pl, n)() for n in _NUMBERS if hasattr(pl, n)]
-                     + [pl.Datetime(u) for u in units] + [pl.Duration(u) for u in units])
-
-
 def _edges() -> list[Edge]:
     return [
         Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", lambda: _to_numpy_view,
-             check=check, accepts=Accepts(lambda: (module("polars").Series,),
-                                          _viewable_dtypes)),
+             check=check, accepts=Accepts(lambda: (module("polars").Series,))),
         Edge("numpy", "polars", "polars.Series",
              lambda: partial(module("polars").Series, None),  # Series(name=None, values=a)
              check=_np_check, accepts=Accepts(lambda: (module("numpy").ndarray,),
