@@ -1,6 +1,6 @@
 """The AoS <-> SoA kernels, value by value against NumPy's own field access, on random layouts.
 
-Each property runs on both kernels (``numba`` forced from 0 bytes on, ``numpy`` forced
+Each property runs on both kernels (``llvm`` forced from 0 bytes on, ``numpy`` forced
 always): field counts, field types, padding and offsets (aligned, packed, explicit gaps),
 row counts (0 and 1 included), strided and read-only sources, misaligned ``out=``. The truth
 is NumPy's field access (``rows[name]``), compared byte for byte (NaN payloads included).
@@ -27,11 +27,11 @@ PROPS = settings(max_examples=40, deadline=None,
                                         HealthCheck.too_slow])
 
 
-@pytest.fixture(params=["numba", "numpy"])
+@pytest.fixture(params=["llvm", "numpy"])
 def kernel(request, monkeypatch):
     """Every transpose of the test runs on this kernel (``transpose.kernel`` says so)."""
-    if request.param == "numba":
-        pytest.importorskip("numba")
+    if request.param == "llvm":
+        pytest.importorskip("llvmlite")
         monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 0)
         monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 0)
     else:
@@ -170,44 +170,58 @@ def test_columns_of_other_types_are_cast_by_numpy(kernel):
 def test_the_decision_names_its_reasons(monkeypatch):
     monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 64 << 20)
     monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 1 << 20)
-    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    monkeypatch.setattr(transpose, "_llvm", {})
     small = transpose.kernel(1 << 20)
-    assert small.name == "numpy" and "loading Numba" in small.why
-    monkeypatch.setattr(transpose, "_ran_in", [-1])  # another process ran the numba kernel
-    assert "fork" in transpose.kernel(1 << 30).why
-    monkeypatch.setattr(transpose, "_ran_in", [])
-    monkeypatch.setattr(transpose, "_numba", {"error": "Numba is not installed (pip ...)"})
+    assert small.name == "numpy" and "loading it" in small.why
+    big = transpose.kernel(1 << 30)
+    assert big.name == "llvm" and "loading it now" in big.why
+    wide = transpose.kernel(1 << 30, record_bytes=transpose._RECORD_MAX + 1)
+    assert wide.name == "numpy" and "wider" in wide.why
+    monkeypatch.setattr(transpose, "_llvm", {"error": "llvmlite is not installed (pip ...)"})
     absent = transpose_kernel(1 << 30)
-    assert absent == ("numpy", "Numba is not installed (pip ...)")
+    assert absent == ("numpy", "llvmlite is not installed (pip ...)")
 
 
-def test_a_small_transpose_never_imports_numba_a_large_one_does():
-    """In a fresh interpreter: a transpose under the threshold leaves ``numba`` out of
-    ``sys.modules``; the first one over it loads it and says so."""
-    pytest.importorskip("numba")
+def test_records_wider_than_the_kernel_takes_are_copied_by_numpy(monkeypatch):
+    monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 0)
+    wide = transpose._RECORD_MAX
+    dt = np.dtype({"names": ["a", "b"], "formats": ["<f8", "<i4"], "offsets": [0, wide],
+                   "itemsize": wide + 8})
+    rows = _random(dt, 3, 0)
+    assert transpose.kernel(rows.nbytes, record_bytes=dt.itemsize).name == "numpy"
+    cols = interop.aos_to_soa(rows, target="numpy")
+    _same_bytes(cols["a"], rows["a"])
+    _same_bytes(cols["b"], rows["b"])
+
+
+def test_a_small_transpose_never_imports_llvmlite_a_large_one_does():
+    """In a fresh interpreter: a transpose under the threshold leaves ``llvmlite`` out of
+    ``sys.modules``; the first one over it loads it (never Numba) and says so."""
+    pytest.importorskip("llvmlite")
     code = """
         import sys, numpy as np, interop
         from interop.tables import transpose, transpose_kernel
         rows = np.ones((transpose._KERNEL_MIN_BYTES // 8 - 8, 2), np.float32)
         interop.aos_to_soa(rows, target="numpy")
         interop.soa_to_aos({"a": rows[:, 0].copy(), "b": rows[:, 1].copy()}, target="numpy")
-        print("numba" in sys.modules, transpose.kernel(rows.nbytes).name)
+        print("llvmlite" in sys.modules, transpose.kernel(rows.nbytes).name)
         big = np.ones((transpose._KERNEL_MIN_BYTES // 8, 2), np.float32)
         why = interop.tables.transpose_kernel(big.nbytes)
         cols = interop.aos_to_soa(big, target="numpy")
         assert (cols["c1"] == 1).all()
-        print("numba" in sys.modules, why.name)
+        print("llvmlite" in sys.modules, why.name, "numba" in sys.modules)
     """
     out = run_child(code, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "numpy", "True", "numba"], out.stdout
+    assert out.stdout.split() == ["False", "numpy", "True", "llvm", "False"], out.stdout
 
 
-def test_without_numba_the_numpy_kernel_runs():
-    """``import numba`` fails (blocked in ``sys.modules``): large transposes use NumPy."""
+def test_without_llvmlite_the_numpy_kernel_runs():
+    """``import llvmlite`` fails (blocked in ``sys.modules``): large transposes use NumPy."""
     code = """
         import sys
-        sys.modules["numba"] = None
+        sys.modules["llvmlite"] = None
         import numpy as np, interop
         from interop.tables import transpose, transpose_kernel
         big = np.arange(2 * (transpose._KERNEL_MIN_BYTES // 8), dtype=np.float32).reshape(-1, 2)
@@ -218,7 +232,7 @@ def test_without_numba_the_numpy_kernel_runs():
     """
     out = run_child(code, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("numpy Numba is not installed"), out.stdout
+    assert out.stdout.startswith("numpy llvmlite is not installed"), out.stdout
 
 
 def test_bad_input_errors_name_the_value_and_the_fix():
@@ -245,9 +259,9 @@ def test_bad_input_errors_name_the_value_and_the_fix():
 
 
 def test_the_compiled_kernel_is_cached_on_disk_not_compiled_again(tmp_path):
-    """Two fresh interpreters with one ``NUMBA_CACHE_DIR``: the first compiles and saves the
-    kernel, the second loads it (Numba's own cache log, ``NUMBA_DEBUG_CACHE``)."""
-    pytest.importorskip("numba")
+    """Two fresh interpreters with one ``INTEROP_CACHE_DIR``: the first compiles the kernel and
+    saves its machine code there, the second loads that file and compiles nothing."""
+    pytest.importorskip("llvmlite")
     import os
     import subprocess
 
@@ -256,11 +270,62 @@ def test_the_compiled_kernel_is_cached_on_disk_not_compiled_again(tmp_path):
             "transpose._KERNEL_MIN_BYTES = 0\n"
             "a = np.arange(64, dtype=np.float32).reshape(32, 2)\n"
             "cols = interop.aos_to_soa(a, target='numpy')\n"
-            "assert (cols['c1'] == a[:, 1]).all()\n")
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "NUMBA_DEBUG_CACHE": "1"}
+            "assert (cols['c1'] == a[:, 1]).all()\n"
+            "k = transpose._llvm['kernels']\n"
+            "print(k.how, k.path)\n")
+    env = {**os.environ, "INTEROP_CACHE_DIR": str(tmp_path)}
     logs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, timeout=600) for _ in range(2)]
     for out in logs:
         assert out.returncode == 0, out.stderr
-    assert "data saved" in logs[0].stdout and "rows_to_columns" in logs[0].stdout
-    assert "data loaded" in logs[1].stdout and "data saved" not in logs[1].stdout
+    (how0, path0), (how1, path1) = (out.stdout.split() for out in logs)
+    assert (how0, how1) == ("compiled", "cache") and path0 == path1
+    assert os.path.dirname(path0) == str(tmp_path) and os.path.getsize(path0) > 0
+
+
+def test_the_compiled_kernel_shares_pieces_among_threads(monkeypatch):
+    """From ``_THREAD_MIN_BYTES`` on, pieces of rows go to the pool's threads too (the kernel
+    runs without the GIL): the same bytes as NumPy's field access, in both directions, on
+    records (mixed, padded) and on a 2-D array whose columns start off a cache line."""
+    pytest.importorskip("llvmlite")
+    import threading
+
+    monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_THREAD_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_PIECE_BYTES", 1)  # one block per piece
+    monkeypatch.setattr(transpose, "_cpus", lambda: 3)
+    seen: set[str] = set()
+    run_pieces = transpose._run_pieces
+
+    def spy(pieces, nbytes, copy):
+        caller, helped = threading.current_thread(), threading.Event()
+
+        def traced(i, j):  # the caller waits for a pool thread to take a piece first
+            me = threading.current_thread()
+            if me is not caller:
+                helped.set()
+            elif len(pieces) > 1:
+                helped.wait(10)
+            seen.add(me.name)
+            copy(i, j)
+
+        run_pieces(pieces, nbytes, traced)
+
+    monkeypatch.setattr(transpose, "_run_pieces", spy)
+    dt = np.dtype([("a", "<f8"), ("b", "i1"), ("c", "<u4"), ("d", "?"), ("e", "<i2")],
+                  align=True)
+    rows = _random(dt, 20011, 3)
+    cols = interop.aos_to_soa(rows, target="numpy")
+    for name in dt.names:
+        _same_bytes(cols[name], rows[name])
+    back = interop.soa_to_aos({k: cols[k] for k in dt.names}, target="numpy", dtype=dt)
+    for name in dt.names:
+        _same_bytes(back[name], rows[name])
+    a = np.random.default_rng(4).standard_normal((9973, 5)).astype(np.float32)
+    out = np.zeros((5, 9973), np.float32)  # rows of 39,892 bytes: each starts elsewhere in a line
+    interop.aos_to_soa(a, target="numpy", out=out)
+    _same_bytes(out, np.ascontiguousarray(a.T))
+    two = interop.soa_to_aos({f"c{j}": out[j] for j in range(5)}, target="numpy")
+    _same_bytes(np.asarray(two), a)
+    assert len(seen) > 1 and any(t.startswith("interop-aos") for t in seen), seen

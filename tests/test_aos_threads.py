@@ -23,7 +23,7 @@ def threaded(monkeypatch):
     The calling thread waits (up to 10 s) for a helper to take a block before it copies its
     own first one, so a pool thread takes part however fast the caller is."""
     monkeypatch.setattr(transpose, "_THREAD_MIN_BYTES", 0)
-    monkeypatch.setattr(transpose, "_BLOCK_BYTES", 1)  # blocks of _block_rows' minimum, 1024 rows
+    monkeypatch.setattr(transpose, "_NUMPY_BLOCK_BYTES", 1)  # _block_rows' minimum: 1024 rows
     monkeypatch.setattr(transpose, "_cpus", lambda: 3)
     monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 1 << 62)  # the NumPy kernel only
     monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 1 << 62)

@@ -1,204 +1,339 @@
-"""The compiled AoS <-> SoA transpose: Numba, parallel over blocks of rows, cached on disk.
+"""The compiled AoS <-> SoA transpose: LLVM IR built with llvmlite, compiled for this CPU,
+its machine code cached on disk.
 
-Imported only by :mod:`interop.tables.aos` when a transpose is large enough to pay for
-loading Numba (``aos._KERNEL_MIN_BYTES``); importing this module imports ``numba``.
+Imported only by :mod:`interop.tables.transpose` when a transpose is large enough to pay for
+loading it; importing this module imports ``llvmlite`` (Numba's code generator, installed
+with Numba), never Numba itself, whose first call costs seconds of registry set-up.
 
-Two kernels, each a ``prange`` over blocks of rows (about ``BLOCK_BYTES`` of records, which
-stay in the core's L2 cache while their fields are written out, so the data is read once
-and written once, as by a ``memcpy``):
+Two C-ABI functions, each over a range of rows ``[i0, i1)`` (the caller shares the ranges
+among threads; the functions hold no Python state, so they run without the GIL):
 
-- :func:`rows_to_columns` / :func:`columns_to_rows`: records of ``C`` fields of one type,
-  as a ``(N, C)`` array of unsigned integers of the field's width, <-> a ``(C, N)`` array.
-  The copy goes in tiles of 8 rows by 8 fields, written out with constant trip counts, so
-  LLVM unrolls them (no loop or index arithmetic per element); within a block, 8 fields at
-  a time over all its rows, so that a record of many fields writes 8 streams at once, not
-  one per field;
-- :func:`gather` / :func:`scatter`: any record layout, given as addresses: rows of
-  ``row_stride`` bytes, field ``f`` at byte ``offsets[f]`` of ``sizes[f]`` bytes (packed or
-  padded, mixed widths, unaligned), column ``f`` a contiguous buffer at ``columns[f]``. One
-  compiled signature serves every layout; per block, one field at a time, its width picking
-  a loop of unrolled 8-row tiles.
+- ``gather``: records -> columns. Rows of ``row_stride`` bytes at ``src``, field ``f`` at
+  byte ``offsets[f]`` of ``sizes[f]`` bytes (packed or padded, mixed widths, unaligned),
+  column ``f`` a contiguous buffer at ``columns[f]``. Per block of rows (a quarter MiB of
+  records, which stays in the core's L2 cache), one field at a time: its values are copied
+  into a small staging buffer in L1, then streamed to the column with non-temporal stores
+  of whole 64-byte lines, so the column's memory is written once and never read.
+- ``scatter``: columns -> records, the inverse: a staging buffer of whole records (in L1/L2)
+  is filled field by field, then streamed to the records with non-temporal stores. Bytes
+  of a record that no field covers (padding) are written as zeros.
 
-``cache=True`` writes the compiled code next to this file (``__pycache__``) when that
-directory is writable (a source checkout, an editable install, a venv's site-packages),
-else in Numba's per-user cache directory, or in ``NUMBA_CACHE_DIR`` where that is set;
-a later process loads it instead of compiling.
+Why so: a ``memcpy`` this size reads each byte once and writes it once with non-temporal
+stores; a transpose with ordinary stores also reads every line it writes (write-allocate),
+1.5 times the memory traffic, which capped the earlier kernel near 0.67 of ``memcpy``.
+Non-temporal stores pay only when they fill whole lines back to back: the caller passes
+``r0`` and ``line_rows`` so that every chunk of rows after the first starts on a line
+boundary of the output (``r0`` rows from the first line boundary, ``line_rows`` rows per
+line period); a chunk whose output does not start on a line boundary is written with
+ordinary stores.
+
+The machine code is cached in ``cache_dir()`` keyed by the IR, the CPU and the LLVM
+version; a later process loads it (milliseconds) instead of compiling (about half a second).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import ctypes
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
 
+import llvmlite.binding as llvm
 from llvmlite import ir
-from numba import njit, prange, types, uint64
-from numba.extending import intrinsic
 
-BLOCK_BYTES = 256 * 1024
-"""Bytes of records per block: half of this machine's per-core L2, measured best."""
-TILE = 8
-_u = uint64
+LINE = 64
 
-
-def _copier(bits: int) -> Any:
-    """An intrinsic copying one ``bits``-wide value from address ``src`` to ``dst``, neither
-    assumed aligned (packed records put fields at any byte)."""
-
-    @intrinsic
-    def copy(typingctx: Any, dst: Any, src: Any) -> Any:
-        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-            ptr = ir.IntType(bits).as_pointer()
-            value = builder.load(builder.inttoptr(args[1], ptr), align=1)
-            builder.store(value, builder.inttoptr(args[0], ptr), align=1)
-            return context.get_dummy_value()
-
-        return types.void(types.intp, types.intp), codegen
-
-    return copy
+_I1, _I8, _I32, _I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+_P8 = _I8.as_pointer()
+_VEC = ir.VectorType(_I64, 4)  # 32 bytes: two stores fill a line
+_WIDTHS = (1, 2, 4, 8, 16)  # field widths copied with one load and one store per value
+_ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+             ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
-_copy8, _copy16, _copy32, _copy64 = (_copier(b) for b in (8, 16, 32, 64))
+def _i64(v: int) -> ir.Constant:
+    return ir.Constant(_I64, v)
 
 
-@njit(inline="always")
-def _tile8(copy: Any, dst: int, dstep: int, src: int, sstep: int) -> None:
-    copy(dst, src)
-    copy(dst + dstep, src + sstep)
-    copy(dst + 2 * dstep, src + 2 * sstep)
-    copy(dst + 3 * dstep, src + 3 * sstep)
-    copy(dst + 4 * dstep, src + 4 * sstep)
-    copy(dst + 5 * dstep, src + 5 * sstep)
-    copy(dst + 6 * dstep, src + 6 * sstep)
-    copy(dst + 7 * dstep, src + 7 * sstep)
+@contextmanager
+def _loop(b: ir.IRBuilder, start: Any, stop: Any, step: Any, name: str) -> Iterator[Any]:
+    """``for i in range(start, stop, step)`` (``step > 0``) around the body built in the block."""
+    before = b.block
+    head = b.append_basic_block(name + ".head")
+    body = b.append_basic_block(name + ".body")
+    end = b.append_basic_block(name + ".end")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(_I64, name)
+    i.add_incoming(start, before)
+    b.cbranch(b.icmp_signed("<", i, stop), body, end)
+    b.position_at_end(body)
+    yield i
+    i.add_incoming(b.add(i, step), b.block)
+    b.branch(head)
+    b.position_at_end(end)
 
 
-@njit(inline="always")
-def _strided(dst: int, dstep: int, src: int, sstep: int, count: int, size: int) -> None:
-    """``count`` values of ``size`` bytes, the k-th from ``src + k*sstep`` to ``dst + k*dstep``:
-    in unrolled tiles of 8, then one by one."""
-    tiles = count - count % TILE
-    k = 0
-    if size == 4:
-        while k < tiles:
-            _tile8(_copy32, dst + k * dstep, dstep, src + k * sstep, sstep)
-            k += TILE
-        while k < count:
-            _copy32(dst + k * dstep, src + k * sstep)
-            k += 1
-    elif size == 8:
-        while k < tiles:
-            _tile8(_copy64, dst + k * dstep, dstep, src + k * sstep, sstep)
-            k += TILE
-        while k < count:
-            _copy64(dst + k * dstep, src + k * sstep)
-            k += 1
-    elif size == 1:
-        while k < tiles:
-            _tile8(_copy8, dst + k * dstep, dstep, src + k * sstep, sstep)
-            k += TILE
-        while k < count:
-            _copy8(dst + k * dstep, src + k * sstep)
-            k += 1
-    elif size == 2:
-        while k < tiles:
-            _tile8(_copy16, dst + k * dstep, dstep, src + k * sstep, sstep)
-            k += TILE
-        while k < count:
-            _copy16(dst + k * dstep, src + k * sstep)
-            k += 1
-    else:  # 16-byte complex, 12-byte fields ...: 8 bytes at a time, then the rest
-        for k in range(count):
-            d, s = dst + k * dstep, src + k * sstep
-            b = 0
-            while b + 8 <= size:
-                _copy64(d + b, s + b)
-                b += 8
-            while b < size:
-                _copy8(d + b, s + b)
-                b += 1
+def _min(b: ir.IRBuilder, x: Any, y: Any) -> Any:
+    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def rows_to_columns(a: Any, out: Any, block: int) -> None:
-    """``out[j, i] = a[i, j]`` for an ``(N, C)`` ``a`` and a ``(C, N)`` ``out`` of one
-    unsigned integer type, in blocks of ``block`` rows over the threads. (Indices are cast
-    to unsigned: Numba then drops its negative-index test, which costs as much as the copy.)"""
-    n, c = a.shape
-    ct = c - c % TILE
-    for b in prange((n + block - 1) // block):
-        i0 = b * block
-        i1 = min(i0 + block, n)
-        it = i1 - (i1 - i0) % TILE
-        for j in range(0, ct, TILE):  # 8 columns at a time: 8 output streams
-            uj = _u(j)
-            for i in range(i0, it, TILE):
-                ui = _u(i)
-                for jj in range(TILE):
-                    for ii in range(TILE):
-                        out[uj + _u(jj), ui + _u(ii)] = a[ui + _u(ii), uj + _u(jj)]
-        for j in range(ct, c):
-            for i in range(i0, it, TILE):
-                ui = _u(i)
-                for ii in range(TILE):
-                    out[_u(j), ui + _u(ii)] = a[ui + _u(ii), _u(j)]
-        for i in range(it, i1):
-            for j in range(c):
-                out[_u(j), _u(i)] = a[_u(i), _u(j)]
+class _Builder:
+    """The module's IR: the strided copies, the stream, then the two exported functions."""
+
+    def __init__(self) -> None:
+        m = self.module = ir.Module("interop_transpose")
+        self.nontemporal = m.add_metadata([ir.Constant(_I32, 1)])
+        self.memcpy = m.declare_intrinsic("llvm.memcpy", [_P8, _P8, _I64])
+        self.memset = m.declare_intrinsic("llvm.memset", [_P8, _I64])
+        self.prefetch = ir.Function(m, ir.FunctionType(ir.VoidType(), [_P8, _I32, _I32, _I32]),
+                                    "llvm.prefetch.p0")
+        self.strided = {(side, w): self._strided(side, w) for side in "gs" for w in _WIDTHS + (0,)}
+        self.stream = self._stream()
+        self._gather()
+        self._scatter()
+
+    def _internal(self, name: str, args: list[Any]) -> ir.Function:
+        f = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name)
+        f.linkage = "internal"
+        f.attributes.add("alwaysinline")
+        return f
+
+    def _copy(self, b: ir.IRBuilder, dst: Any, src: Any, nbytes: Any) -> None:
+        b.call(self.memcpy, [dst, src, nbytes, ir.Constant(_I1, 0)])
+
+    def _strided(self, side: str, w: int) -> ir.Function:
+        """``count`` values of ``size`` bytes (``w``; 0: any size), the k-th from
+        ``src + k*sstep`` to ``dst + k*dstep``, in unrolled groups of 8. ``side`` "g": the
+        destination is contiguous (``dstep == w``), "s": the source is."""
+        f = self._internal(f"strided_{side}{w}", [_P8, _I64, _P8, _I64, _I64, _I64])
+        dst, dstep, src, sstep, count, size = f.args
+        b = ir.IRBuilder(f.append_basic_block())
+        if w:
+            dstep, sstep = (_i64(w), sstep) if side == "g" else (dstep, _i64(w))
+        ptr = ir.IntType(8 * w).as_pointer() if w else None
+
+        def one(d: Any, s: Any, j: int) -> None:
+            if j:
+                d, s = b.gep(d, [b.mul(_i64(j), dstep)]), b.gep(s, [b.mul(_i64(j), sstep)])
+            if ptr is None:
+                self._copy(b, d, s, size)
+            else:
+                b.store(b.load(b.bitcast(s, ptr), align=1), b.bitcast(d, ptr), align=1)
+
+        groups = b.and_(count, _i64(~7))
+        before = b.block
+        head, body, rest = (b.append_basic_block(n) for n in ("g.head", "g.body", "g.rest"))
+        b.branch(head)
+        b.position_at_end(head)
+        k, d, s = b.phi(_I64), b.phi(_P8), b.phi(_P8)
+        for phi, v in ((k, _i64(0)), (d, dst), (s, src)):
+            phi.add_incoming(v, before)
+        b.cbranch(b.icmp_signed("<", k, groups), body, rest)
+        b.position_at_end(body)
+        for j in range(8):
+            one(d, s, j)
+        k.add_incoming(b.add(k, _i64(8)), b.block)
+        d.add_incoming(b.gep(d, [b.mul(_i64(8), dstep)]), b.block)
+        s.add_incoming(b.gep(s, [b.mul(_i64(8), sstep)]), b.block)
+        b.branch(head)
+        b.position_at_end(rest)
+        with _loop(b, groups, count, _i64(1), "r") as r:
+            one(b.gep(dst, [b.mul(r, dstep)]), b.gep(src, [b.mul(r, sstep)]), 0)
+        b.ret_void()
+        return f
+
+    def _stream(self) -> ir.Function:
+        """``nbytes`` from ``src`` (in cache) to ``dst``: the whole 64-byte lines of ``dst``
+        with non-temporal stores, the partial lines at either end with ordinary ones (a
+        line is never written both ways); a line from ``ahead`` is prefetched per line
+        written (the next chunk's input, so that reading it overlaps these writes)."""
+        f = self._internal("stream", [_P8, _P8, _I64, _P8])
+        dst, src, n, ahead = f.args
+        b = ir.IRBuilder(f.append_basic_block())
+        head = _min(b, b.and_(b.sub(_i64(0), b.ptrtoint(dst, _I64)), _i64(LINE - 1)), n)
+        self._copy(b, dst, src, head)
+        lines = b.add(head, b.and_(b.sub(n, head), _i64(-LINE)))
+        vec = _VEC.as_pointer()
+        with _loop(b, head, lines, _i64(LINE), "v") as i:
+            b.call(self.prefetch, [b.gep(ahead, [i]), ir.Constant(_I32, 0),
+                                   ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+            for half in (0, 32):
+                j = b.add(i, _i64(half))
+                v = b.load(b.bitcast(b.gep(src, [j]), vec), align=1)
+                st = b.store(v, b.bitcast(b.gep(dst, [j]), vec), align=32)
+                st.set_metadata("nontemporal", self.nontemporal)
+        self._copy(b, b.gep(dst, [lines]), b.gep(src, [lines]), b.sub(n, lines))
+        b.ret_void()
+        return f
+
+    def _by_width(self, b: ir.IRBuilder, side: str, w: Any, args: list[Any]) -> None:
+        """Call the strided copy for the run-time width ``w``."""
+        end, other = b.append_basic_block("w.end"), b.append_basic_block("w.other")
+        switch = b.switch(w, other)
+        for k in _WIDTHS:
+            case = b.append_basic_block(f"w{k}")
+            switch.add_case(_i64(k), case)
+            b.position_at_end(case)
+            b.call(self.strided[side, k], args)
+            b.branch(end)
+        b.position_at_end(other)
+        b.call(self.strided[side, 0], args)
+        b.branch(end)
+        b.position_at_end(end)
+
+    def _function(self, name: str) -> tuple[ir.IRBuilder, list[Any]]:
+        fn = ir.FunctionType(ir.VoidType(), [_P8, _I64, _I64.as_pointer(), _I64.as_pointer(),
+                                             _I64.as_pointer(), _P8.as_pointer(), _I64, _I64,
+                                             _I64, _I64, _I64, _P8, _I64, _I64])
+        f = ir.Function(self.module, fn, name)
+        for a in (*f.args[2:6], f.args[11]):
+            a.add_attribute("noalias")
+        return ir.IRBuilder(f.append_basic_block()), list(f.args)
+
+    @staticmethod
+    @contextmanager
+    def _chunks(b: ir.IRBuilder, start: Any, stop: Any, size: Any, r0: Any, line_rows: Any,
+                name: str) -> Iterator[tuple[Any, Any]]:
+        """``for k0 in chunks of size rows of [start, stop)``, yielding ``(k0, k1)``: the first
+        chunk is cut short so that, where ``size`` is a multiple of ``line_rows``, every later
+        one starts ``r0`` modulo ``line_rows``: on a line boundary of the output."""
+        before = b.block
+        head, body, end = (b.append_basic_block(f"{name}.{n}") for n in ("head", "body", "end"))
+        b.branch(head)
+        b.position_at_end(head)
+        k0 = b.phi(_I64, name)
+        k0.add_incoming(start, before)
+        b.cbranch(b.icmp_signed("<", k0, stop), body, end)
+        b.position_at_end(body)
+        phase = b.srem(b.add(b.srem(b.sub(k0, r0), line_rows), line_rows), line_rows)
+        size = b.select(b.icmp_signed(">", size, phase), b.sub(size, phase), size)
+        k1 = _min(b, b.add(k0, size), stop)
+        yield k0, k1
+        k0.add_incoming(k1, b.block)
+        b.branch(head)
+        b.position_at_end(end)
+
+    def _gather(self) -> None:
+        """Per block of ``block`` rows, tiles of ``tile`` rows (in L1): each field's values
+        of the tile go to its part of the stage (``block`` values from byte ``places[f]``);
+        then each field's part streams to its column."""
+        b, (src, stride, offsets, sizes, places, columns, nf, i0, i1, r0, line_rows, stage,
+            tile, block) = self._function("gather")
+        with self._chunks(b, i0, i1, block, r0, line_rows, "b") as (b0, b1):
+            with _loop(b, b0, b1, tile, "t") as t0:
+                m = b.sub(_min(b, b.add(t0, tile), b1), t0)
+                row = b.gep(src, [b.mul(t0, stride)])
+                with _loop(b, _i64(0), nf, _i64(1), "f") as f:
+                    off, w = b.load(b.gep(offsets, [f])), b.load(b.gep(sizes, [f]))
+                    part = b.gep(stage, [b.add(b.load(b.gep(places, [f])),
+                                               b.mul(b.sub(t0, b0), w))])
+                    self._by_width(b, "g", w, [part, w, b.gep(row, [off]), stride, m, w])
+            with _loop(b, _i64(0), nf, _i64(1), "s") as f:
+                w, col = b.load(b.gep(sizes, [f])), b.load(b.gep(columns, [f]))
+                place = b.load(b.gep(places, [f]))
+                b.call(self.stream, [b.gep(col, [b.mul(b0, w)]), b.gep(stage, [place]),
+                                     b.mul(b.sub(b1, b0), w),
+                                     b.gep(src, [b.add(b.mul(b1, stride), place)])])
+        b.fence("seq_cst")  # the streamed lines are visible to every thread on return
+        b.ret_void()
+
+    def _scatter(self) -> None:
+        """Per chunk of ``block`` records (the stage, zeroed once: padding stays zero), each
+        field's values are written into their place in the staged records, which then
+        stream to the output."""
+        b, (dst, stride, offsets, sizes, _places, columns, nf, i0, i1, r0, line_rows, stage,
+            _tile, block) = self._function("scatter")
+        b.call(self.memset, [stage, ir.Constant(_I8, 0), b.mul(block, stride),
+                             ir.Constant(_I1, 0)])
+        with self._chunks(b, i0, i1, block, r0, line_rows, "k") as (k0, k1):
+            m = b.sub(k1, k0)
+            with _loop(b, _i64(0), nf, _i64(1), "f") as f:
+                off, w = b.load(b.gep(offsets, [f])), b.load(b.gep(sizes, [f]))
+                col = b.load(b.gep(columns, [f]))
+                self._by_width(b, "s", w, [b.gep(stage, [off]), stride,
+                                           b.gep(col, [b.mul(k0, w)]), w, m, w])
+            with _loop(b, _i64(0), nf, _i64(1), "p") as f:  # the next chunk's columns
+                w, col = b.load(b.gep(sizes, [f])), b.load(b.gep(columns, [f]))
+                nxt = b.gep(col, [b.mul(k1, w)])
+                with _loop(b, _i64(0), b.mul(_min(b, m, b.sub(i1, k1)), w), _i64(LINE),
+                           "q") as i:
+                    b.call(self.prefetch, [b.gep(nxt, [i]), ir.Constant(_I32, 0),
+                                           ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+            b.call(self.stream, [b.gep(dst, [b.mul(k0, stride)]), stage, b.mul(m, stride),
+                                 stage])
+        b.fence("seq_cst")
+        b.ret_void()
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def columns_to_rows(cols: Any, out: Any, block: int) -> None:
-    """``out[i, j] = cols[j, i]``: the inverse of :func:`rows_to_columns`."""
-    c, n = cols.shape
-    ct = c - c % TILE
-    for b in prange((n + block - 1) // block):
-        i0 = b * block
-        i1 = min(i0 + block, n)
-        it = i1 - (i1 - i0) % TILE
-        for j in range(0, ct, TILE):  # 8 columns at a time: 8 input streams
-            uj = _u(j)
-            for i in range(i0, it, TILE):
-                ui = _u(i)
-                for ii in range(TILE):
-                    for jj in range(TILE):
-                        out[ui + _u(ii), uj + _u(jj)] = cols[uj + _u(jj), ui + _u(ii)]
-        for j in range(ct, c):
-            for i in range(i0, it, TILE):
-                ui = _u(i)
-                for ii in range(TILE):
-                    out[ui + _u(ii), _u(j)] = cols[_u(j), ui + _u(ii)]
-        for i in range(it, i1):
-            for j in range(c):
-                out[_u(i), _u(j)] = cols[_u(j), _u(i)]
+class Compiled(NamedTuple):
+    """The two functions (ctypes, callable without the GIL), and how they were obtained:
+    ``"cache"`` (machine code read from ``path``) or ``"compiled"`` (and saved there)."""
+
+    gather: Any
+    scatter: Any
+    how: str
+    path: str
+    engine: Any  # owns the machine code: the functions live as long as it does
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def gather(src: int, row_stride: int, offsets: Any, sizes: Any, columns: Any, n: int,
-           block: int) -> None:
-    """Records -> columns: for each row ``i`` and field ``f``, the ``sizes[f]`` bytes at
-    ``src + i*row_stride + offsets[f]`` go to ``columns[f] + i*sizes[f]``: per block (in L2),
-    one field at a time over its rows, in unrolled tiles of 8 (the field's width is looked
-    at once per block; measured 0.72 of memcpy for 100 mixed fields against 0.52 for 8
-    fields at a time over 8-row tiles)."""
-    nf = offsets.size
-    for b in prange((n + block - 1) // block):
-        i0 = b * block
-        m = min(block, n - i0)
-        row = src + i0 * row_stride
-        for f in range(nf):
-            s = sizes[f]
-            _strided(columns[f] + i0 * s, s, row + offsets[f], row_stride, m, s)
+def cache_dir() -> str:
+    """Where the machine code is kept: ``INTEROP_CACHE_DIR``, else the user's cache
+    directory (``$XDG_CACHE_HOME/interop`` or ``~/.cache/interop``)."""
+    explicit = os.environ.get("INTEROP_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "interop")
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def scatter(dst: int, row_stride: int, offsets: Any, sizes: Any, columns: Any, n: int,
-            block: int) -> None:
-    """Columns -> records: the inverse of :func:`gather` (bytes of a record that no field
-    covers, padding, are left as they were)."""
-    nf = offsets.size
-    for b in prange((n + block - 1) // block):
-        i0 = b * block
-        m = min(block, n - i0)
-        row = dst + i0 * row_stride
-        for f in range(nf):
-            s = sizes[f]
-            _strided(row + offsets[f], row_stride, columns[f] + i0 * s, s, m, s)
+def load() -> Compiled:
+    """Compile the module for this CPU, or load its machine code from the cache."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    triple = llvm.get_process_triple()
+    cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    builder = _Builder()
+    builder.module.triple = triple
+    text = str(builder.module)
+    key = hashlib.sha256("\0".join([text, triple, cpu, features,
+                                    ".".join(map(str, llvm.llvm_version_info))]).encode())
+    path = os.path.join(cache_dir(), f"transpose-{key.hexdigest()[:24]}.o")
+    machine = llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=3, jit=True)
+    mod = llvm.parse_assembly(text)
+    cached = _read(path)
+    if cached is None:
+        passes = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(3))
+        passes.getModulePassManager().run(mod, passes)
+    engine = llvm.create_mcjit_compiler(mod, machine)
+    engine.set_object_cache(lambda _m, data: _write(path, data),
+                            lambda _m: cached)
+    engine.finalize_object()
+    proto = ctypes.CFUNCTYPE(None, *_ARGTYPES)
+    return Compiled(proto(engine.get_function_address("gather")),
+                    proto(engine.get_function_address("scatter")),
+                    "compiled" if cached is None else "cache", path, engine)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _write(path: str, data: bytes) -> None:
+    """Save the machine code atomically; a cache that cannot be written is skipped."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -2,21 +2,20 @@
 
 Two kernels do the same copies, one decision (:func:`kernel`) picks one per call:
 
-- **numba**: :mod:`interop.tables.kernels`, compiled loops over blocks of rows
-  (``numba.njit(parallel=True, cache=True)``), on Numba's threads from
-  ``_PARALLEL_MIN_BYTES`` on. It reads each record once and writes each field once with no
-  per-element interpreter or NumPy overhead, so it runs near ``memcpy`` speed. Loading it
-  is not free: ``import numba`` (0.4-0.6 s here), then, at the first call, Numba's typing
-  and lowering registries (about 1 s here, a scipy.linalg import by Numba included), then
-  the compiled code from the on-disk cache (compiling it, once per machine and Numba
-  version, takes seconds). So it runs only from ``_KERNEL_MIN_BYTES`` of data on, or from
-  ``_KERNEL_LOADED_MIN_BYTES`` once Numba is loaded in the process anyway; a smaller
-  transpose never imports Numba.
-- **numpy**: the fallback (Numba absent or broken, small inputs, a forked child of a
-  process that ran the numba kernel: its OpenMP threads do not survive a fork): the same
-  blocks of rows copied by NumPy slice assignments, each block read once while in cache,
-  shared among the CPUs from ``_THREAD_MIN_BYTES`` on (NumPy releases the GIL while it
-  copies a block). Every element is still a strided read or write, so it reaches about
+- **llvm**: :mod:`interop.tables.kernels`, loops over blocks of rows compiled for this CPU
+  through llvmlite (Numba's code generator, without Numba). Each record is read once and
+  each column written once with non-temporal stores of whole cache lines, as ``memcpy``
+  writes, so it runs near ``memcpy`` speed; the rows are shared among the CPUs from
+  ``_THREAD_MIN_BYTES`` on. Loading it costs ``import llvmlite`` and the machine code from
+  the on-disk cache, about a tenth of a second (compiling it, once per machine and llvmlite
+  version, half a second more), so it runs only from ``_KERNEL_MIN_BYTES`` of data on, or
+  from ``_KERNEL_LOADED_MIN_BYTES`` once it is loaded in the process; a smaller transpose
+  never imports llvmlite.
+- **numpy**: the fallback (llvmlite absent or broken, small inputs, columns that need a
+  cast, records wider than the kernel's stage): the same blocks of rows copied by NumPy
+  slice assignments, each block read once while in cache, shared among the CPUs from
+  ``_THREAD_MIN_BYTES`` on (NumPy releases the GIL while it copies a block). Every element
+  is a strided read or write and every written line is read first, so it reaches about
   half of ``memcpy`` speed.
 
 Every copy here goes from NumPy arrays to NumPy arrays that the caller has checked
@@ -26,116 +25,160 @@ Every copy here goes from NumPy arrays to NumPy arrays that the caller has check
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
+from math import gcd
 from typing import Any, NamedTuple
 
 MiB = 1 << 20
-_KERNEL_MIN_BYTES = 64 * MiB
-"""From this many bytes the numba kernel runs, loading Numba if it is not loaded yet: a
-64 MiB transpose saved 20-30 ms over NumPy's (docs/performance.md, section 4), so loading
-Numba (its import and registries: 2-5 s on the loaded test machine) pays back over some
-100-200 such calls, a data pipeline's run; a smaller call saves too little for that."""
-_KERNEL_LOADED_MIN_BYTES = 1 * MiB
-"""Once Numba is loaded in this process (by an earlier transpose or by the user), the numba
-kernel runs from this size on: below it, the two kernels take about the same time."""
-_PARALLEL_MIN_BYTES = 64 * MiB
-"""The numba kernel runs on Numba's threads from this size on, below it on the calling thread:
-waking a pool thread that slept on a busy core costs milliseconds, more than a smaller
-copy saves by sharing (measured on this shared 2-core machine: 12 ms for a 1 MiB copy)."""
-_BLOCK_BYTES = 2 * MiB  # NumPy kernel: bytes of source rows per block, one L2 cache
-_THREAD_MIN_BYTES = 16 * MiB  # NumPy kernel: from here on the blocks go to every CPU
-_UINT = {1: "u1", 2: "u2", 4: "u4", 8: "u8"}
+_KERNEL_MIN_BYTES = 16 * MiB
+"""From this many bytes the llvm kernel runs, loading it if it is not loaded yet: loading
+costs about 0.1 s (docs/performance.md), a 16 MiB transpose runs 1.4 ms faster than NumPy's
+and a 64 MiB one 12 ms, so the load pays back within some 70 calls of this size, a short
+pipeline's run; a smaller call saves too little."""
+_KERNEL_LOADED_MIN_BYTES = 4 * MiB
+"""Once the llvm kernel is loaded in this process, it runs from this size on: below it,
+NumPy's copy is as fast (its fixed cost is lower)."""
+_THREAD_MIN_BYTES = 16 * MiB  # from here on the blocks of rows go to every CPU
+_PIECE_BYTES = 4 * MiB  # llvm kernel: bytes of records per piece a thread takes
+_BLOCK_BYTES = 4096
+"""llvm kernel: bytes of records per block, staged in L1 and streamed out while the next
+block is prefetched (measured on the 256 MiB bar shape, one thread: 4 KiB blocks 0.6-0.8 of
+memcpy, 16 KiB 0.4-0.5, 64 KiB 0.3-0.45)."""
+_TILE_BYTES = 8192  # llvm gather: bytes of records read per tile (in L1)
+_RECORD_MAX = 16384  # wider records go to the NumPy kernel
+_NUMPY_BLOCK_BYTES = 2 * MiB  # NumPy kernel: bytes of source rows per block, one L2 cache
+_LINE = 64
 
 _pool: Any = None  # (pid, threads, ThreadPoolExecutor), made on the first threaded copy
-_numba: dict[str, Any] = {}  # "module": kernels, or "error": why Numba could not load
-_ran_in: list[int] = []  # the pid that ran the numba kernel first
-_kernel_lock = threading.Lock()  # one numba kernel at a time (its thread pool is shared)
+_llvm: dict[str, Any] = {}  # "kernels": the loaded kernels, or "error": why they could not load
+_stages = threading.local()  # each thread's staging buffer for the llvm kernel
 
 
 class Kernel(NamedTuple):
-    """Which kernel a transpose of ``nbytes`` runs (``"numba"`` or ``"numpy"``) and why."""
+    """Which kernel a transpose of ``nbytes`` runs (``"llvm"`` or ``"numpy"``) and why."""
 
     name: str
     why: str
 
 
-def kernel(nbytes: int, cast: bool = False) -> Kernel:
+def kernel(nbytes: int, cast: bool = False, record_bytes: int = 0) -> Kernel:
     """The kernel a transpose of ``nbytes`` bytes runs, and why: the one place that decides.
     ``cast``: some column is of another type than its place in the records, or not
-    contiguous (the numba kernel copies bytes; NumPy's assignment casts and strides)."""
+    contiguous (the llvm kernel copies bytes; NumPy's assignment casts and strides);
+    ``record_bytes``: the width of one record."""
     if cast:
         return Kernel("numpy", "a column differs in type from its place in the records, or "
                       "is not contiguous: NumPy's assignment casts it")
-    loaded = sys.modules.get("numba") is not None
+    loaded = "kernels" in _llvm
     least = _KERNEL_LOADED_MIN_BYTES if loaded else _KERNEL_MIN_BYTES
     if nbytes < least:
         return Kernel("numpy", f"{nbytes} bytes is under the {least} bytes from which the "
                       "compiled kernel pays for " + ("itself" if loaded else
-                                                     "loading Numba (its import and its "
-                                                     "registries: seconds, once a process)"))
-    if "error" in _numba:
-        return Kernel("numpy", _numba["error"])
-    if _ran_in and _ran_in[0] != os.getpid():
-        return Kernel("numpy", "a forked child of a process that ran the Numba kernel (its "
-                      "OpenMP threads do not survive a fork)")
-    if "module" not in _numba:
+                                                     "loading it (llvmlite and the compiled "
+                                                     "code: about 0.1 s, once a process)"))
+    if "error" in _llvm:
+        return Kernel("numpy", _llvm["error"])
+    if not loaded:
         try:
             import importlib.util
 
-            found = importlib.util.find_spec("numba") is not None
+            found = importlib.util.find_spec("llvmlite") is not None
         except (ImportError, ValueError):
             found = False
         if not found:
-            _numba["error"] = "Numba is not installed (pip install numba)"
-            return Kernel("numpy", _numba["error"])
-    return Kernel("numba", f"{nbytes} bytes: Numba's parallel compiled kernel"
-                  + ("" if "module" in _numba else ", loading Numba now (once per process)"))
+            _llvm["error"] = "llvmlite is not installed (pip install numba, or llvmlite)"
+            return Kernel("numpy", _llvm["error"])
+    if record_bytes > _RECORD_MAX:
+        return Kernel("numpy", f"records of {record_bytes} bytes are wider than the compiled "
+                      f"kernel's {_RECORD_MAX}-byte limit: NumPy copies each field as one "
+                      "block")
+    return Kernel("llvm", f"{nbytes} bytes: the compiled kernel (LLVM through llvmlite, "
+                  "non-temporal stores)" + ("" if loaded else ", loading it now (once a "
+                                             "process)"))
 
 
-def _kernels(nbytes: int, cast: bool = False) -> Any:
-    """The numba kernels module if :func:`kernel` picks it, else ``None``."""
-    if kernel(nbytes, cast).name != "numba":
+def _kernels(nbytes: int, cast: bool = False, record_bytes: int = 0) -> Any:
+    """The loaded llvm kernels if :func:`kernel` picks them, else ``None``."""
+    if kernel(nbytes, cast, record_bytes).name != "llvm":
         return None
-    mod = _numba.get("module")
-    if mod is None:
+    k = _llvm.get("kernels")
+    if k is None:
         try:
-            from . import kernels as mod
+            from . import kernels
+
+            k = kernels.load()
         except Exception as e:  # a broken install: say so in kernel(), copy with NumPy
-            _numba["error"] = f"Numba failed to load ({type(e).__name__}: {e})"
+            _llvm["error"] = f"the compiled kernel failed to load ({type(e).__name__}: {e})"
             return None
-        _numba["module"] = mod
-    if not _ran_in:
-        _ran_in.append(os.getpid())
-    return mod
+        _llvm["kernels"] = k
+    return k
 
 
-def _launch(nbytes: int, fn: Any, *args: Any) -> None:
-    """``fn(*args)``, one numba kernel at a time, on one thread under ``_PARALLEL_MIN_BYTES``."""
-    with _kernel_lock:
-        if nbytes >= _PARALLEL_MIN_BYTES:
-            fn(*args)
-            return
-        import numba
-
-        threads = numba.get_num_threads()
-        numba.set_num_threads(1)
-        try:
-            fn(*args)
-        finally:
-            numba.set_num_threads(threads)
-
-
-def _block(row_bytes: int, block_bytes: int) -> int:
-    """Rows per block: ``block_bytes`` of records, a multiple of 8 rows (the kernels' tile)."""
-    return max(8, block_bytes // max(row_bytes, 1) // 8 * 8)
-
-
-def _addresses(arrays: Sequence[Any]) -> Any:
+def _run(fn: Any, base: int, row_stride: int, offsets: Sequence[int], sizes: Sequence[int],
+         columns: Sequence[Any], n: int, r0: int, line_rows: int, tile: int,
+         block: int) -> None:
+    """``fn`` (gather or scatter) over rows ``[0, n)``, in pieces that start on a line of the
+    output (``r0`` modulo ``line_rows``), on every CPU from ``_THREAD_MIN_BYTES`` on."""
     import numpy as np
 
-    return np.array([x.ctypes.data for x in arrays], dtype=np.intp)
+    widths = np.asarray(sizes, np.int64)
+    places = block * (np.cumsum(widths) - widths)  # gather: each field's part of the stage
+    offs = np.asarray(offsets, np.int64)
+    addr = np.array([x.ctypes.data for x in columns], np.int64)
+    head = (base, row_stride, offs.ctypes.data, widths.ctypes.data, places.ctypes.data,
+            addr.ctypes.data, len(offs))
+    stage_bytes = block * max(row_stride, int(widths.sum()))
+    nbytes = n * row_stride
+    step = max(block, _PIECE_BYTES // max(row_stride, 1) // block * block)
+    cuts = [0, *range(r0 + step, n, step), n] if nbytes >= _THREAD_MIN_BYTES else [0, n]
+
+    def piece(i: int, j: int) -> None:
+        fn(*head, i, j, r0, line_rows, _stage(stage_bytes), tile, block)
+
+    _run_pieces(list(zip(cuts, cuts[1:])), nbytes, piece)
+
+
+def _stage(nbytes: int) -> int:
+    """The address of this thread's staging buffer of at least ``nbytes``, 64-byte aligned."""
+    import numpy as np
+
+    buf = getattr(_stages, "buf", None)
+    if buf is None or buf.size < nbytes + _LINE:
+        buf = _stages.buf = np.zeros(nbytes + _LINE, np.uint8)
+    return buf.ctypes.data + (-buf.ctypes.data) % _LINE
+
+
+def _phase(address: int, width: int) -> int:
+    """Rows until ``address + row*width`` starts a 64-byte line (0 where none does)."""
+    for r in range(_LINE // gcd(width, _LINE)):
+        if (address + r * width) % _LINE == 0:
+            return r
+    return 0
+
+
+def _block(row_stride: int, line_rows: int) -> int:
+    """Rows per block: ``_BLOCK_BYTES`` of records, at least 64 rows (so that each column's
+    part of a block is whole lines), a multiple of ``line_rows``."""
+    rows = max(_LINE, _BLOCK_BYTES // max(row_stride, 1))
+    return rows // line_rows * line_rows
+
+
+def _gather(k: Any, base: int, row_stride: int, offsets: Sequence[int],
+            sizes: Sequence[int], columns: Sequence[Any], n: int) -> None:
+    """Records -> columns: blocks start on a line of column 0 (the others match it when
+    they share its alignment, as fresh aligned columns and the rows of one array do)."""
+    _run(k.gather, base, row_stride, offsets, sizes, columns, n,
+         _phase(columns[0].ctypes.data, int(sizes[0])), _LINE,
+         max(1, _TILE_BYTES // max(row_stride, 1)), _block(row_stride, _LINE))
+
+
+def _scatter(k: Any, base: int, row_stride: int, offsets: Sequence[int],
+             sizes: Sequence[int], columns: Sequence[Any], n: int) -> None:
+    """Columns -> records: blocks of whole records that start on a line of the output."""
+    line_rows = _LINE // gcd(row_stride, _LINE)
+    _run(k.scatter, base, row_stride, offsets, sizes, columns, n, _phase(base, row_stride),
+         line_rows, 1, _block(row_stride, line_rows))
 
 
 def _contiguous(x: Any) -> bool:
@@ -151,23 +194,15 @@ def rows_to_columns(a: Any, out: Any) -> None:
     n, c = a.shape
     if n == 0 or c == 0:
         return
-    k = _kernels(a.size * a.itemsize)
+    k = _kernels(a.size * a.itemsize, record_bytes=c * a.itemsize)
     if k is None:
         def copy(i: int, j: int) -> None:
             out[:, i:j] = a[i:j].T
 
         _run_blocks(n, _block_rows(c * a.itemsize), a.size * a.itemsize, copy)
         return
-    import numpy as np
-
-    u = _UINT.get(a.itemsize)
-    block = _block(c * a.itemsize, k.BLOCK_BYTES)
-    if u is not None and a.flags.c_contiguous and a.flags.aligned and out.flags.aligned:
-        _launch(a.size * a.itemsize, k.rows_to_columns, a.view(u), out.view(u), block)
-    else:  # any strides, any width, unaligned
-        _launch(a.size * a.itemsize, k.gather, a.ctypes.data, a.strides[0],
-                np.arange(c, dtype=np.intp) * a.strides[1], np.full(c, a.itemsize, np.intp),
-                _addresses(out), n, block)
+    _gather(k, a.ctypes.data, a.strides[0], [j * a.strides[1] for j in range(c)],
+            [a.itemsize] * c, list(out), n)
 
 
 def records_to_columns(rows: Any, cols: Sequence[Any]) -> None:
@@ -176,7 +211,7 @@ def records_to_columns(rows: Any, cols: Sequence[Any]) -> None:
     n = len(rows)
     if n == 0:
         return
-    k = _kernels(n * rows.dtype.itemsize)
+    k = _kernels(n * rows.dtype.itemsize, record_bytes=rows.strides[0])
     if k is None:
         def copy(i: int, j: int) -> None:
             blk = rows[i:j]
@@ -185,13 +220,9 @@ def records_to_columns(rows: Any, cols: Sequence[Any]) -> None:
 
         _run_blocks(n, _block_rows(rows.dtype.itemsize), n * rows.dtype.itemsize, copy)
         return
-    import numpy as np
-
     fields = [rows.dtype.fields[name] for name in names]
-    _launch(n * rows.dtype.itemsize, k.gather, rows.ctypes.data, rows.strides[0],
-            np.array([f[1] for f in fields], np.intp),
-            np.array([f[0].itemsize for f in fields], np.intp), _addresses(cols), n,
-            _block(rows.dtype.itemsize, k.BLOCK_BYTES))
+    _gather(k, rows.ctypes.data, rows.strides[0], [f[1] for f in fields],
+            [f[0].itemsize for f in fields], cols, n)
 
 
 def columns_to_rows(arrays: Sequence[Any], out: Any) -> None:
@@ -202,7 +233,7 @@ def columns_to_rows(arrays: Sequence[Any], out: Any) -> None:
         return
     dt = out.dtype
     cast = not all(x.dtype == dt and _contiguous(x) for x in arrays)
-    k = _kernels(out.size * dt.itemsize, cast)
+    k = _kernels(out.size * dt.itemsize, cast, out.strides[0])
     if k is None:
         def copy(i: int, j: int) -> None:
             blk = out[i:j]
@@ -211,22 +242,8 @@ def columns_to_rows(arrays: Sequence[Any], out: Any) -> None:
 
         _run_blocks(n, _block_rows(c * dt.itemsize), out.size * dt.itemsize, copy)
         return
-    import numpy as np
-
-    addr = _addresses(arrays)
-    step = int(addr[1] - addr[0]) if c > 1 else n * dt.itemsize
-    u = _UINT.get(dt.itemsize)
-    even = bool(np.all(np.diff(addr) == step)) and step % dt.itemsize == 0 and step > 0
-    nbytes, block = out.size * dt.itemsize, _block(c * dt.itemsize, k.BLOCK_BYTES)
-    if u is not None and even and out.flags.aligned and all(x.flags.aligned for x in arrays):
-        from numpy.lib.stride_tricks import as_strided
-
-        cols = as_strided(arrays[0].view(u), shape=(c, n), strides=(step, dt.itemsize))
-        _launch(nbytes, k.columns_to_rows, cols, out.view(u), block)
-    else:
-        _launch(nbytes, k.scatter, out.ctypes.data, out.strides[0],
-                np.arange(c, dtype=np.intp) * dt.itemsize, np.full(c, dt.itemsize, np.intp),
-                addr, n, block)
+    _scatter(k, out.ctypes.data, out.strides[0], [j * dt.itemsize for j in range(c)],
+             [dt.itemsize] * c, arrays, n)
 
 
 def columns_to_records(arrays: Sequence[Any], out: Any) -> None:
@@ -238,7 +255,7 @@ def columns_to_records(arrays: Sequence[Any], out: Any) -> None:
         return
     fields = [out.dtype.fields[name] for name in names]
     cast = not all(x.dtype == f[0] and _contiguous(x) for x, f in zip(arrays, fields))
-    k = _kernels(n * out.dtype.itemsize, cast)
+    k = _kernels(n * out.dtype.itemsize, cast, out.strides[0])
     if k is None:
         def copy(i: int, j: int) -> None:
             blk = out[i:j]
@@ -247,18 +264,14 @@ def columns_to_records(arrays: Sequence[Any], out: Any) -> None:
 
         _run_blocks(n, _block_rows(out.dtype.itemsize), n * out.dtype.itemsize, copy)
         return
-    import numpy as np
-
-    _launch(n * out.dtype.itemsize, k.scatter, out.ctypes.data, out.strides[0],
-            np.array([f[1] for f in fields], np.intp),
-            np.array([f[0].itemsize for f in fields], np.intp), _addresses(arrays), n,
-            _block(out.dtype.itemsize, k.BLOCK_BYTES))
+    _scatter(k, out.ctypes.data, out.strides[0], [f[1] for f in fields],
+             [f[0].itemsize for f in fields], arrays, n)
 
 
 # ---- the NumPy kernel's blocks and threads ----------------------------------------------
 
 def _block_rows(row_bytes: int) -> int:
-    return max(1024, _BLOCK_BYTES // max(row_bytes, 1))
+    return max(1024, _NUMPY_BLOCK_BYTES // max(row_bytes, 1))
 
 
 def _cpus() -> int:
@@ -281,25 +294,30 @@ def _executor(workers: int) -> Any:
 
 
 def _run_blocks(n: int, step: int, nbytes: int, copy: Callable[[int, int], None]) -> None:
-    """``copy(i, i + step)`` for every block of rows ``i`` in ``range(0, n, step)``: on the
-    calling thread for fewer than ``_THREAD_MIN_BYTES``, else on every CPU, each thread taking
-    the next block until none is left (a thread slowed by other load just takes fewer)."""
-    starts = range(0, n, step)
-    threads = min(_cpus(), len(starts)) if nbytes >= _THREAD_MIN_BYTES else 1
+    """``copy(i, i + step)`` for every block of rows ``i`` in ``range(0, n, step)``."""
+    _run_pieces([(i, min(i + step, n)) for i in range(0, n, step)], nbytes, copy)
+
+
+def _run_pieces(pieces: Sequence[tuple[int, int]], nbytes: int,
+                copy: Callable[[int, int], None]) -> None:
+    """``copy(i, j)`` for every piece of rows: on the calling thread for fewer than
+    ``_THREAD_MIN_BYTES``, else on every CPU, each thread taking the next piece until none is
+    left (a thread slowed by other load just takes fewer)."""
+    threads = min(_cpus(), len(pieces)) if nbytes >= _THREAD_MIN_BYTES else 1
     if threads <= 1:
-        for i in starts:
-            copy(i, i + step)
+        for i, j in pieces:
+            copy(i, j)
         return
-    todo = iter(starts)
+    todo = iter(pieces)
     lock = threading.Lock()
 
     def work() -> None:
         while True:
             with lock:
-                i = next(todo, None)
-            if i is None:
+                piece = next(todo, None)
+            if piece is None:
                 return
-            copy(i, i + step)
+            copy(*piece)
 
     helpers = [_executor(threads - 1).submit(work) for _ in range(threads - 1)]
     try:
