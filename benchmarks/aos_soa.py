@@ -7,8 +7,8 @@ rounds in reverse order) and reported as medians:
   for the anchors), written into an existing buffer (``*_out``, against ``np.copyto`` of the
   same bytes into an existing buffer: ``memcpy``) and into a fresh one (against
   ``ndarray.copy``, a memcpy that pays the same page faults: ``memcpy_fresh``); each on the
-  kernel :func:`interop.tables.transpose_kernel` picks (``numba`` at this size) and on the
-  NumPy fallback (``*_numpy``);
+  kernel :func:`interop.tables.transpose_kernel` picks (``llvm`` at this size), on it with one
+  thread (``*_1thread``) and on the NumPy fallback (``*_numpy``);
 - **anchors**: the same conversion the way a user would write it without interop --
   ``numpy.lib.recfunctions.structured_to_unstructured`` plus the transpose copy,
   ``pandas.DataFrame(records)`` then ``pyarrow.Table.from_pandas``, ``polars.from_numpy``;
@@ -17,14 +17,13 @@ rounds in reverse order) and reported as medians:
   into fresh columns, against ``memcpy_fresh`` of the same bytes, and anchors;
 - **sweeps**: time against rows (8 float32 fields) and against fields (same bytes), both
   kernels and memcpy: how the cost grows;
-- **first call**: in fresh interpreters, ``import numba`` alone, and the first large
-  transpose (Numba loaded, compiled code read from the on-disk cache) against the same
-  process's steady state.
+- **first call**: in fresh interpreters, ``import llvmlite.binding`` alone, and the first
+  large transpose (the kernel loaded, its machine code read from the on-disk cache) against
+  the same process's steady state.
 
-The memcpy baselines are single-threaded (a plain memcpy); the numba kernel uses
-``numba.get_num_threads()`` threads, the NumPy one every CPU from 16 MiB on; ``cpus`` and
-``numba_threads`` say how many, ``other_load_cores`` how many cores other processes kept busy
-meanwhile (Linux; ``None`` elsewhere).
+The memcpy baselines are single-threaded (a plain memcpy); both kernels share the rows among
+every CPU from 16 MiB on; ``cpus`` says how many, ``other_load_cores`` how many cores other
+processes kept busy meanwhile (Linux; ``None`` elsewhere).
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from . import MiB, aligned_empty
 
 BAR_OUT = 0.8  # out=, 8 float32 fields, both directions, of memcpy into an existing buffer
 BAR_MIXED = 0.7  # 100 mixed fields into fresh columns, of memcpy into a fresh buffer
-BAR_FIRST_MS = 100.0  # first large transpose <= import numba + this + steady state
+BAR_FIRST_MS = 100.0  # first large transpose <= import llvmlite + this + steady state
 
 
 def _busy_ticks() -> int | None:
@@ -55,28 +54,26 @@ def _busy_ticks() -> int | None:
 
 
 class _Kernel:
-    """Run a call on one kernel: ``"numpy"`` forces the fallback, ``"numba1"`` runs the numba
-    kernel on one thread, ``None`` leaves the choice."""
+    """Run a call on one kernel: ``"numpy"`` forces the fallback, ``"1thread"`` runs the
+    chosen kernel on the calling thread only, ``None`` leaves the choice."""
 
     def __init__(self) -> None:
         from interop.tables import transpose
 
         self.t = transpose
         self.saved = (transpose._KERNEL_MIN_BYTES, transpose._KERNEL_LOADED_MIN_BYTES)
+        self.threads = transpose._THREAD_MIN_BYTES
 
     def on(self, kernel: str | None, f: Callable[[], Any]) -> Callable[[], Any]:
         if kernel is None:
             return f
-        if kernel == "numba1":  # the numba kernel on one thread
-            import numba
-
+        if kernel == "1thread":
             def one() -> Any:
-                threads = numba.get_num_threads()
-                numba.set_num_threads(1)
+                self.t._THREAD_MIN_BYTES = 1 << 62
                 try:
                     return f()
                 finally:
-                    numba.set_num_threads(threads)
+                    self.t._THREAD_MIN_BYTES = self.threads
 
             return one
 
@@ -147,8 +144,8 @@ def _bar_shape(nbytes: int, columns: int, repeat: int, kern: _Kernel) -> dict[st
         "soa_to_aos_out": lambda: interop.soa_to_aos(table, target="numpy", out=rows),
         "aos_to_soa": lambda: interop.aos_to_soa(a),
         "soa_to_aos": lambda: interop.soa_to_aos(table, target="numpy"),
-        "aos_to_soa_out_1thread": kern.on("numba1", lambda: interop.aos_to_soa(a, out=cols)),
-        "soa_to_aos_out_1thread": kern.on("numba1", lambda: interop.soa_to_aos(
+        "aos_to_soa_out_1thread": kern.on("1thread", lambda: interop.aos_to_soa(a, out=cols)),
+        "soa_to_aos_out_1thread": kern.on("1thread", lambda: interop.soa_to_aos(
             table, target="numpy", out=rows)),
         "aos_to_soa_out_numpy": kern.on("numpy", lambda: interop.aos_to_soa(a, out=cols)),
         "soa_to_aos_out_numpy": kern.on("numpy", lambda: interop.soa_to_aos(
@@ -211,7 +208,7 @@ def _mixed(nbytes: int, fields: int, repeat: int, kern: _Kernel) -> dict[str, An
     fns: dict[str, Callable[[], Any]] = {
         "memcpy_fresh": lambda: flat.copy(),
         "aos_to_soa": lambda: interop.aos_to_soa(rec, target="numpy"),
-        "aos_to_soa_1thread": kern.on("numba1", lambda: interop.aos_to_soa(rec, target="numpy")),
+        "aos_to_soa_1thread": kern.on("1thread", lambda: interop.aos_to_soa(rec, target="numpy")),
         "aos_to_soa_numpy": kern.on("numpy", lambda: interop.aos_to_soa(rec, target="numpy")),
         "anchor_pandas_dataframe": lambda: pd.DataFrame(rec),
         "anchor_polars_from_numpy": lambda: pl.from_numpy(rec),
@@ -260,7 +257,7 @@ def _sweep(shapes: list[tuple[int, int]], repeat: int, kern: _Kernel) -> list[di
 
 FIRST_CALL = """
 import sys, time
-t0 = time.perf_counter(); import numba; t1 = time.perf_counter()
+t0 = time.perf_counter(); import llvmlite.binding; t1 = time.perf_counter()
 print("import", t1 - t0)
 """, """
 import sys, time, numpy as np, interop
@@ -273,12 +270,13 @@ for _ in range(7):
     t0 = time.perf_counter(); interop.aos_to_soa(a, target="numpy", out=out)
     steady.append(time.perf_counter() - t0)
 steady.sort()
-print("first", first, "steady", steady[3], "numba" in sys.modules)
+print("first", first, "steady", steady[3], "llvmlite" in sys.modules)
 """
 
 
 def _first_call(nbytes: int, runs: int) -> dict[str, Any]:
-    """Fresh interpreters: ``import numba``; the first large transpose against steady state."""
+    """Fresh interpreters: ``import llvmlite.binding``; the first large transpose against
+    steady state."""
     def child(code: str) -> list[str]:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -297,7 +295,7 @@ def _first_call(nbytes: int, runs: int) -> dict[str, Any]:
         steadies.append(float(got[3]))
     imp, first, steady = (statistics.median(x) * 1e3 for x in (imports, firsts, steadies))
     over = first - steady - imp
-    return {"nbytes": nbytes, "runs": runs, "import_numba_ms": imp, "first_ms": first,
+    return {"nbytes": nbytes, "runs": runs, "import_llvmlite_ms": imp, "first_ms": first,
             "steady_ms": steady, "first_over_steady_minus_import_ms": over,
             "pass": over <= BAR_FIRST_MS}
 
@@ -341,8 +339,6 @@ def _gpu(nbytes: int, repeat: int) -> dict[str, Any]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    import numba
-
     from interop.tables import transpose
 
     kern = _Kernel()
@@ -359,15 +355,13 @@ def run(quick: bool = False) -> dict[str, Any]:
     r = main["ratio_to_memcpy"]
     return {
         **main,
-        "cpus": transpose._cpus(), "numba_threads": numba.get_num_threads(),
-        "numba_threading_layer": _layer(),
+        "cpus": transpose._cpus(),
         "kernel_min_bytes": transpose._KERNEL_MIN_BYTES,
         "note": ("*_out write into an existing buffer and are compared with memcpy into an "
                  "existing buffer (np.copyto), the others allocate and are compared with memcpy "
                  "into a fresh buffer (ndarray.copy); *_numpy force the NumPy fallback. "
                  f"Kernel at this size: {main['kernel']['name']} ({main['kernel']['why']}); "
-                 f"numba threads: {numba.get_num_threads()}, NumPy fallback threads: "
-                 f"{transpose._cpus()}; memcpy is single-threaded"),
+                 f"threads of both kernels: {transpose._cpus()}; memcpy is single-threaded"),
         "mixed": mixed, "sweeps": sweeps, "first_call": first,
         "gpu": _gpu(1 * MiB if quick else 256 * MiB, repeat),
         "bar": {"aos_to_soa_out": r["aos_to_soa_out"], "soa_to_aos_out": r["soa_to_aos_out"],
@@ -376,12 +370,3 @@ def run(quick: bool = False) -> dict[str, Any]:
                          and mixed["ratio_to_memcpy"]["aos_to_soa"] >= BAR_MIXED),
                 "first_call_pass": first["pass"]},
     }
-
-
-def _layer() -> str | None:
-    import numba
-
-    try:
-        return numba.threading_layer()
-    except ValueError:  # no parallel kernel has run in this process
-        return None

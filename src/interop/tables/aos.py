@@ -8,9 +8,11 @@ hands the columns to Arrow without another copy. ``soa_to_aos`` is the inverse: 
 zero-copy through the registry) into one ``(N, C)`` row-major buffer, or into a structured
 array when ``dtype`` is a structured dtype, handed to the target framework without a copy.
 
-The copy itself is :mod:`interop.tables.transpose`'s: Numba's compiled parallel kernel for
-large inputs, NumPy's blocked copies otherwise (:func:`transpose_kernel` says which a given
-size runs, and why; ``benchmarks/aos_soa.py`` measures both against ``memcpy``).
+The copy itself is :mod:`interop.tables.transpose`'s: a kernel compiled for this CPU through
+llvmlite for large inputs, NumPy's blocked copies otherwise (:func:`transpose_kernel` says
+which a given size runs, and why; ``benchmarks/aos_soa.py`` measures both against
+``memcpy``). Padding bytes of records written by ``soa_to_aos`` are unspecified (the
+compiled kernel writes zeros).
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from .transpose import Kernel
 
 
 def transpose_kernel(nbytes: int) -> Kernel:
-    """Which kernel (``"numba"`` or ``"numpy"``) an ``aos_to_soa``/``soa_to_aos`` of
-    ``nbytes`` bytes of records runs, and why (Numba is loaded only from a size on)."""
+    """Which kernel (``"llvm"`` or ``"numpy"``) an ``aos_to_soa``/``soa_to_aos`` of
+    ``nbytes`` bytes of records runs, and why (the compiled one is loaded only from a size
+    on)."""
     return transpose.kernel(nbytes)
 
 
