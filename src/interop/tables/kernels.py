@@ -105,6 +105,11 @@ class _Builder:
     def _copy(self, b: ir.IRBuilder, dst: Any, src: Any, nbytes: Any) -> None:
         b.call(self.memcpy, [dst, src, nbytes, ir.Constant(_I1, 0)])
 
+    def _copy_some(self, b: ir.IRBuilder, dst: Any, src: Any, nbytes: Any) -> None:
+        """:meth:`_copy` where ``nbytes`` may be 0 (most often it is: no call then)."""
+        with b.if_then(b.icmp_signed(">", nbytes, _i64(0))):
+            self._copy(b, dst, src, nbytes)
+
     def _strided(self, side: str, w: int) -> ir.Function:
         """``count`` values of ``size`` bytes (``w``; 0: any size), the k-th from
         ``src + k*sstep`` to ``dst + k*dstep``, in unrolled groups of 8. ``side`` "g": the
@@ -155,7 +160,7 @@ class _Builder:
         dst, src, n, ahead = f.args
         b = ir.IRBuilder(f.append_basic_block())
         head = _min(b, b.and_(b.sub(_i64(0), b.ptrtoint(dst, _I64)), _i64(LINE - 1)), n)
-        self._copy(b, dst, src, head)
+        self._copy_some(b, dst, src, head)
         lines = b.add(head, b.and_(b.sub(n, head), _i64(-LINE)))
         vec = _VEC.as_pointer()
         with _loop(b, head, lines, _i64(LINE), "v") as i:
@@ -166,7 +171,7 @@ class _Builder:
                 v = b.load(b.bitcast(b.gep(src, [j]), vec), align=1)
                 st = b.store(v, b.bitcast(b.gep(dst, [j]), vec), align=32)
                 st.set_metadata("nontemporal", self.nontemporal)
-        self._copy(b, b.gep(dst, [lines]), b.gep(src, [lines]), b.sub(n, lines))
+        self._copy_some(b, b.gep(dst, [lines]), b.gep(src, [lines]), b.sub(n, lines))
         b.ret_void()
         return f
 
