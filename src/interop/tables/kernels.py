@@ -44,6 +44,9 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 LINE = 64
+UNIFORM = (4, 8)
+"""Field widths with their own functions (``gather4``, ``scatter8``, ...) for records of
+fields of one width packed back to back: 8 fields at a time transposed in registers."""
 
 _I1, _I8, _I32, _I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 _P8 = _I8.as_pointer()
@@ -93,8 +96,9 @@ class _Builder:
                                     "llvm.prefetch.p0")
         self.strided = {(side, w): self._strided(side, w) for side in "gs" for w in _WIDTHS + (0,)}
         self.stream = self._stream()
-        self._gather()
-        self._scatter()
+        for w in (None, *UNIFORM):
+            self._gather(w)
+            self._scatter(w)
 
     def _internal(self, name: str, args: list[Any]) -> ir.Function:
         f = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name)
@@ -222,49 +226,111 @@ class _Builder:
         b.branch(head)
         b.position_at_end(end)
 
-    def _gather(self) -> None:
+    def _transposed(self, b: ir.IRBuilder, vectors: list[Any], lanes: list[int]) -> Any:
+        """The lanes ``lanes`` of the concatenation of ``vectors`` (equal types, a power of
+        two of them): one shuffle of a concatenation tree, which LLVM lowers to a few
+        unpack/permute instructions."""
+        size = vectors[0].type.count
+        while len(vectors) > 1:
+            both = ir.Constant(ir.VectorType(_I32, 2 * size), list(range(2 * size)))
+            vectors = [b.shuffle_vector(x, y, both) for x, y in zip(vectors[0::2], vectors[1::2])]
+            size *= 2
+        return b.shuffle_vector(vectors[0], vectors[0],
+                                ir.Constant(ir.VectorType(_I32, len(lanes)), lanes))
+
+    def _rest(self, b: ir.IRBuilder, side: str, nf: Any, whole: Any, lo: Any, hi: Any,
+              copy: Any) -> None:
+        """The values the register transposes leave (``whole`` fields of ``[lo, hi)`` were
+        done up to the last whole tile ``cut``): ``copy(f, first_row, count)`` per field."""
+        with _loop(b, _i64(0), nf, _i64(1), side + "f") as f:
+            first = b.select(b.icmp_signed("<", f, whole), lo, _i64(0))
+            copy(f, first, b.sub(hi, first))
+
+    def _gather(self, w: int | None) -> None:
         """Per block of ``block`` rows, tiles of ``tile`` rows (in L1): each field's values
         of the tile go to its part of the stage (``block`` values from byte ``places[f]``);
-        then each field's part streams to its column."""
+        then each field's part streams to its column. With ``w``, every field is ``w`` bytes
+        at ``f*w``: 8 fields by ``32/w`` rows at a time are transposed in registers."""
         b, (src, stride, offsets, sizes, places, columns, nf, i0, i1, r0, line_rows, stage,
-            tile, block) = self._function("gather")
+            tile, block) = self._function(f"gather{w or ''}")
         with self._chunks(b, i0, i1, block, r0, line_rows, "b") as (b0, b1):
             with _loop(b, b0, b1, tile, "t") as t0:
                 m = b.sub(_min(b, b.add(t0, tile), b1), t0)
                 row = b.gep(src, [b.mul(t0, stride)])
-                with _loop(b, _i64(0), nf, _i64(1), "f") as f:
-                    off, w = b.load(b.gep(offsets, [f])), b.load(b.gep(sizes, [f]))
+                whole, cut = _i64(0), _i64(0)
+                if w:
+                    rows, vec = 32 // w, ir.IntType(8 * w)
+                    whole, cut = b.and_(nf, _i64(-8)), b.and_(m, _i64(-rows))
+                    fields = ir.VectorType(vec, 8).as_pointer()
+                    with _loop(b, _i64(0), whole, _i64(8), "j") as j0:
+                        with _loop(b, _i64(0), cut, _i64(rows), "r") as r:
+                            at = b.gep(row, [b.add(b.mul(r, stride), b.mul(j0, _i64(w)))])
+                            got = [b.load(b.bitcast(b.gep(at, [b.mul(_i64(i), stride)]),
+                                                    fields), align=1) for i in range(rows)]
+                            for g in range(8):
+                                col = self._transposed(b, got, [i * 8 + g for i in range(rows)])
+                                place = b.load(b.gep(places, [b.add(j0, _i64(g))]))
+                                to = b.gep(stage, [b.add(place, b.mul(b.add(b.sub(t0, b0), r),
+                                                                      _i64(w)))])
+                                b.store(col, b.bitcast(to, col.type.as_pointer()), align=1)
+
+                def copy(f: Any, first: Any, count: Any) -> None:
+                    off, size = b.load(b.gep(offsets, [f])), b.load(b.gep(sizes, [f]))
                     part = b.gep(stage, [b.add(b.load(b.gep(places, [f])),
-                                               b.mul(b.sub(t0, b0), w))])
-                    self._by_width(b, "g", w, [part, w, b.gep(row, [off]), stride, m, w])
+                                               b.mul(b.add(b.sub(t0, b0), first), size))])
+                    at = b.gep(row, [b.add(b.mul(first, stride), off)])
+                    self._by_width(b, "g", size, [part, size, at, stride, count, size])
+
+                self._rest(b, "g", nf, whole, cut, m, copy)
             with _loop(b, _i64(0), nf, _i64(1), "s") as f:
-                w, col = b.load(b.gep(sizes, [f])), b.load(b.gep(columns, [f]))
+                size, col = b.load(b.gep(sizes, [f])), b.load(b.gep(columns, [f]))
                 place = b.load(b.gep(places, [f]))
-                b.call(self.stream, [b.gep(col, [b.mul(b0, w)]), b.gep(stage, [place]),
-                                     b.mul(b.sub(b1, b0), w),
+                b.call(self.stream, [b.gep(col, [b.mul(b0, size)]), b.gep(stage, [place]),
+                                     b.mul(b.sub(b1, b0), size),
                                      b.gep(src, [b.add(b.mul(b1, stride), place)])])
         b.fence("seq_cst")  # the streamed lines are visible to every thread on return
         b.ret_void()
 
-    def _scatter(self) -> None:
+    def _scatter(self, w: int | None) -> None:
         """Per chunk of ``block`` records (the stage, zeroed once: padding stays zero), each
         field's values are written into their place in the staged records, which then
-        stream to the output."""
+        stream to the output. With ``w``, every field is ``w`` bytes at ``f*w``: 8 fields by
+        ``32/w`` rows at a time are transposed in registers."""
         b, (dst, stride, offsets, sizes, _places, columns, nf, i0, i1, r0, line_rows, stage,
-            _tile, block) = self._function("scatter")
+            _tile, block) = self._function(f"scatter{w or ''}")
         b.call(self.memset, [stage, ir.Constant(_I8, 0), b.mul(block, stride),
                              ir.Constant(_I1, 0)])
         with self._chunks(b, i0, i1, block, r0, line_rows, "k") as (k0, k1):
             m = b.sub(k1, k0)
-            with _loop(b, _i64(0), nf, _i64(1), "f") as f:
-                off, w = b.load(b.gep(offsets, [f])), b.load(b.gep(sizes, [f]))
+            whole, cut = _i64(0), _i64(0)
+            if w:
+                rows, vec = 32 // w, ir.IntType(8 * w)
+                whole, cut = b.and_(nf, _i64(-8)), b.and_(m, _i64(-rows))
+                values = ir.VectorType(vec, rows).as_pointer()
+                with _loop(b, _i64(0), whole, _i64(8), "j") as j0:
+                    off = b.load(b.gep(offsets, [j0]))
+                    with _loop(b, _i64(0), cut, _i64(rows), "r") as r:
+                        at = b.mul(b.add(k0, r), _i64(w))
+                        got = [b.load(b.bitcast(b.gep(b.load(b.gep(columns, [b.add(j0, _i64(g))])),
+                                                      [at]), values), align=1)
+                               for g in range(8)]
+                        for i in range(rows):
+                            rec = self._transposed(b, got, [g * rows + i for g in range(8)])
+                            to = b.gep(stage, [b.add(b.mul(b.add(r, _i64(i)), stride), off)])
+                            b.store(rec, b.bitcast(to, rec.type.as_pointer()), align=1)
+
+            def copy(f: Any, first: Any, count: Any) -> None:
+                off, size = b.load(b.gep(offsets, [f])), b.load(b.gep(sizes, [f]))
                 col = b.load(b.gep(columns, [f]))
-                self._by_width(b, "s", w, [b.gep(stage, [off]), stride,
-                                           b.gep(col, [b.mul(k0, w)]), w, m, w])
+                self._by_width(b, "s", size, [b.gep(stage, [b.add(b.mul(first, stride), off)]),
+                                              stride, b.gep(col, [b.mul(b.add(k0, first), size)]),
+                                              size, count, size])
+
+            self._rest(b, "s", nf, whole, cut, m, copy)
             with _loop(b, _i64(0), nf, _i64(1), "p") as f:  # the next chunk's columns
-                w, col = b.load(b.gep(sizes, [f])), b.load(b.gep(columns, [f]))
-                nxt = b.gep(col, [b.mul(k1, w)])
-                with _loop(b, _i64(0), b.mul(_min(b, m, b.sub(i1, k1)), w), _i64(LINE),
+                size, col = b.load(b.gep(sizes, [f])), b.load(b.gep(columns, [f]))
+                nxt = b.gep(col, [b.mul(k1, size)])
+                with _loop(b, _i64(0), b.mul(_min(b, m, b.sub(i1, k1)), size), _i64(LINE),
                            "q") as i:
                     b.call(self.prefetch, [b.gep(nxt, [i]), ir.Constant(_I32, 0),
                                            ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
@@ -275,14 +341,18 @@ class _Builder:
 
 
 class Compiled(NamedTuple):
-    """The two functions (ctypes, callable without the GIL), and how they were obtained:
+    """The functions (ctypes, callable without the GIL) by name, and how they were obtained:
     ``"cache"`` (machine code read from ``path``) or ``"compiled"`` (and saved there)."""
 
-    gather: Any
-    scatter: Any
+    functions: dict[str, Any]
     how: str
     path: str
     engine: Any  # owns the machine code: the functions live as long as it does
+
+    def pick(self, direction: str, width: int | None) -> Any:
+        """``gather`` or ``scatter`` for records of fields of one ``width`` packed back to
+        back (``None``: any layout)."""
+        return self.functions[direction + (str(width) if width in UNIFORM else "")]
 
 
 def cache_dir() -> str:
@@ -319,8 +389,8 @@ def load() -> Compiled:
                             lambda _m: cached)
     engine.finalize_object()
     proto = ctypes.CFUNCTYPE(None, *_ARGTYPES)
-    return Compiled(proto(engine.get_function_address("gather")),
-                    proto(engine.get_function_address("scatter")),
+    names = [d + str(w or "") for w in (None, *UNIFORM) for d in ("gather", "scatter")]
+    return Compiled({n: proto(engine.get_function_address(n)) for n in names},
                     "compiled" if cached is None else "cache", path, engine)
 
 

@@ -164,12 +164,21 @@ def _block(row_stride: int, line_rows: int) -> int:
     return rows // line_rows * line_rows
 
 
+def _uniform(offsets: Sequence[int], sizes: Sequence[int]) -> int | None:
+    """The width of fields of one width packed back to back from byte 0, at least 8 of
+    them (the kernel's register transposes take 8 at a time), else ``None``."""
+    w = int(sizes[0])
+    if len(sizes) < 8 or any(int(s) != w for s in sizes):
+        return None
+    return w if all(int(o) == j * w for j, o in enumerate(offsets)) else None
+
+
 def _gather(k: Any, base: int, row_stride: int, offsets: Sequence[int],
             sizes: Sequence[int], columns: Sequence[Any], n: int) -> None:
     """Records -> columns: blocks start on a line of column 0 (the others match it when
     they share its alignment, as fresh aligned columns and the rows of one array do)."""
-    _run(k.gather, base, row_stride, offsets, sizes, columns, n,
-         _phase(columns[0].ctypes.data, int(sizes[0])), _LINE,
+    _run(k.pick("gather", _uniform(offsets, sizes)), base, row_stride, offsets, sizes,
+         columns, n, _phase(columns[0].ctypes.data, int(sizes[0])), _LINE,
          max(1, _TILE_BYTES // max(row_stride, 1)), _block(row_stride, _LINE))
 
 
@@ -177,8 +186,8 @@ def _scatter(k: Any, base: int, row_stride: int, offsets: Sequence[int],
              sizes: Sequence[int], columns: Sequence[Any], n: int) -> None:
     """Columns -> records: blocks of whole records that start on a line of the output."""
     line_rows = _LINE // gcd(row_stride, _LINE)
-    _run(k.scatter, base, row_stride, offsets, sizes, columns, n, _phase(base, row_stride),
-         line_rows, 1, _block(row_stride, line_rows))
+    _run(k.pick("scatter", _uniform(offsets, sizes)), base, row_stride, offsets, sizes,
+         columns, n, _phase(base, row_stride), line_rows, 1, _block(row_stride, line_rows))
 
 
 def _contiguous(x: Any) -> bool:
