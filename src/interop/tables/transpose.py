@@ -45,7 +45,7 @@ _BLOCK_BYTES = 4096
 """llvm kernel: bytes of records per block, staged in L1 and streamed out while the next
 block is prefetched (measured on the 256 MiB bar shape, one thread: 4 KiB blocks 0.6-0.8 of
 memcpy, 16 KiB 0.4-0.5, 64 KiB 0.3-0.45)."""
-_TILE_BYTES = 8192  # llvm gather: bytes of records read per tile (in L1)
+_TILE_BYTES = 32768  # llvm gather: bytes of records read per tile (in L1); 8-64 KiB measured
 _RECORD_MAX = 16384  # wider records go to the NumPy kernel
 _NUMPY_BLOCK_BYTES = 2 * MiB  # NumPy kernel: bytes of source rows per block, one L2 cache
 _LINE = 64
