@@ -63,22 +63,30 @@ def _i64(v: int) -> ir.Constant:
 
 
 @contextmanager
-def _loop(b: ir.IRBuilder, start: Any, stop: Any, step: Any, name: str) -> Iterator[Any]:
-    """``for i in range(start, stop, step)`` (``step > 0``) around the body built in the block."""
+def _steps(b: ir.IRBuilder, start: Any, stop: Any, following: Any,
+           name: str) -> Iterator[tuple[Any, Any]]:
+    """``i = start; while i < stop: body; i = following(i)`` around the body built in the
+    block, yielding ``(i, following(i))`` (computed before the body)."""
     before = b.block
-    head = b.append_basic_block(name + ".head")
-    body = b.append_basic_block(name + ".body")
-    end = b.append_basic_block(name + ".end")
+    head, body, end = (b.append_basic_block(f"{name}.{n}") for n in ("head", "body", "end"))
     b.branch(head)
     b.position_at_end(head)
     i = b.phi(_I64, name)
     i.add_incoming(start, before)
     b.cbranch(b.icmp_signed("<", i, stop), body, end)
     b.position_at_end(body)
-    yield i
-    i.add_incoming(b.add(i, step), b.block)
+    nxt = following(i)
+    yield i, nxt
+    i.add_incoming(nxt, b.block)
     b.branch(head)
     b.position_at_end(end)
+
+
+@contextmanager
+def _loop(b: ir.IRBuilder, start: Any, stop: Any, step: Any, name: str) -> Iterator[Any]:
+    """``for i in range(start, stop, step)`` (``step > 0``) around the body built in the block."""
+    with _steps(b, start, stop, lambda i: b.add(i, step), name) as (i, _):
+        yield i
 
 
 def _min(b: ir.IRBuilder, x: Any, y: Any) -> Any:
@@ -205,27 +213,17 @@ class _Builder:
         return ir.IRBuilder(f.append_basic_block()), list(f.args)
 
     @staticmethod
-    @contextmanager
     def _chunks(b: ir.IRBuilder, start: Any, stop: Any, size: Any, r0: Any, line_rows: Any,
-                name: str) -> Iterator[tuple[Any, Any]]:
+                name: str) -> Any:
         """``for k0 in chunks of size rows of [start, stop)``, yielding ``(k0, k1)``: the first
         chunk is cut short so that, where ``size`` is a multiple of ``line_rows``, every later
         one starts ``r0`` modulo ``line_rows``: on a line boundary of the output."""
-        before = b.block
-        head, body, end = (b.append_basic_block(f"{name}.{n}") for n in ("head", "body", "end"))
-        b.branch(head)
-        b.position_at_end(head)
-        k0 = b.phi(_I64, name)
-        k0.add_incoming(start, before)
-        b.cbranch(b.icmp_signed("<", k0, stop), body, end)
-        b.position_at_end(body)
-        phase = b.srem(b.add(b.srem(b.sub(k0, r0), line_rows), line_rows), line_rows)
-        size = b.select(b.icmp_signed(">", size, phase), b.sub(size, phase), size)
-        k1 = _min(b, b.add(k0, size), stop)
-        yield k0, k1
-        k0.add_incoming(k1, b.block)
-        b.branch(head)
-        b.position_at_end(end)
+        def following(k0: Any) -> Any:
+            phase = b.srem(b.add(b.srem(b.sub(k0, r0), line_rows), line_rows), line_rows)
+            rows = b.select(b.icmp_signed(">", size, phase), b.sub(size, phase), size)
+            return _min(b, b.add(k0, rows), stop)
+
+        return _steps(b, start, stop, following, name)
 
     def _transposed(self, b: ir.IRBuilder, vectors: list[Any], lanes: list[int]) -> Any:
         """The lanes ``lanes`` of the concatenation of ``vectors`` (equal types, a power of
