@@ -329,3 +329,27 @@ def test_the_compiled_kernel_shares_pieces_among_threads(monkeypatch):
     two = interop.soa_to_aos({f"c{j}": out[j] for j in range(5)}, target="numpy")
     _same_bytes(np.asarray(two), a)
     assert len(seen) > 1 and any(t.startswith("interop-aos") for t in seen), seen
+
+
+def test_the_compiled_kernel_runs_in_a_forked_child(monkeypatch):
+    """A child forked after the kernel ran (its threads and stages made) transposes on its
+    own threads: the engine's code is mapped in the child, the pool is made again."""
+    pytest.importorskip("llvmlite")
+    import multiprocessing
+
+    monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_THREAD_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_PIECE_BYTES", 1)
+    a = np.arange(40000 * 9, dtype=np.float64).reshape(40000, 9)
+    _same_bytes(interop.aos_to_soa(a, target="numpy")["c4"], a[:, 4].copy())
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        ok = pool.apply(_transpose_in_child, (a,))
+    assert ok
+
+
+def _transpose_in_child(a: np.ndarray) -> bool:
+    cols = interop.aos_to_soa(a, target="numpy")
+    back = interop.soa_to_aos(cols, target="numpy")
+    return transpose.kernel(a.nbytes).name == "llvm" and bool(np.array_equal(back, a))
