@@ -62,11 +62,13 @@ class Kernel(NamedTuple):
     why: str
 
 
-def kernel(nbytes: int, cast: bool = False, record_bytes: int = 0) -> Kernel:
+def kernel(nbytes: int, cast: bool = False, row_stride: int | None = None,
+           record_bytes: int = 1) -> Kernel:
     """The kernel a transpose of ``nbytes`` bytes runs, and why: the one place that decides.
     ``cast``: some column is of another type than its place in the records, or not
     contiguous (the llvm kernel copies bytes; NumPy's assignment casts and strides);
-    ``record_bytes``: the width of one record."""
+    ``row_stride``: bytes from one record to the next (``None``: unknown, taken as ordinary
+    records), ``record_bytes``: the bytes one record spans."""
     if cast:
         return Kernel("numpy", "a column differs in type from its place in the records, or "
                       "is not contiguous: NumPy's assignment casts it")
@@ -89,18 +91,20 @@ def kernel(nbytes: int, cast: bool = False, record_bytes: int = 0) -> Kernel:
         if not found:
             _llvm["error"] = "llvmlite is not installed (pip install numba, or llvmlite)"
             return Kernel("numpy", _llvm["error"])
-    if record_bytes > _RECORD_MAX:
-        return Kernel("numpy", f"records of {record_bytes} bytes are wider than the compiled "
-                      f"kernel's {_RECORD_MAX}-byte limit: NumPy copies each field as one "
-                      "block")
+    if row_stride is not None and not max(record_bytes, 1) <= row_stride <= _RECORD_MAX:
+        return Kernel("numpy", f"records of {record_bytes} bytes, {row_stride} bytes apart: "
+                      "the compiled kernel takes records that do not overlap, in order of "
+                      f"address, at most {_RECORD_MAX} bytes apart; NumPy copies each field "
+                      "as one block")
     return Kernel("llvm", f"{nbytes} bytes: the compiled kernel (LLVM through llvmlite, "
                   "non-temporal stores)" + ("" if loaded else ", loading it now (once a "
                                              "process)"))
 
 
-def _kernels(nbytes: int, cast: bool = False, record_bytes: int = 0) -> Any:
+def _kernels(nbytes: int, cast: bool = False, row_stride: int | None = None,
+             record_bytes: int = 1) -> Any:
     """The loaded llvm kernels if :func:`kernel` picks them, else ``None``."""
-    if kernel(nbytes, cast, record_bytes).name != "llvm":
+    if kernel(nbytes, cast, row_stride, record_bytes).name != "llvm":
         return None
     k = _llvm.get("kernels")
     if k is None:
@@ -203,7 +207,7 @@ def rows_to_columns(a: Any, out: Any) -> None:
     n, c = a.shape
     if n == 0 or c == 0:
         return
-    k = _kernels(a.size * a.itemsize, record_bytes=c * a.itemsize)
+    k = _kernels(a.size * a.itemsize, False, a.strides[0], c * a.itemsize)
     if k is None:
         def copy(i: int, j: int) -> None:
             out[:, i:j] = a[i:j].T
@@ -220,7 +224,7 @@ def records_to_columns(rows: Any, cols: Sequence[Any]) -> None:
     n = len(rows)
     if n == 0:
         return
-    k = _kernels(n * rows.dtype.itemsize, record_bytes=rows.strides[0])
+    k = _kernels(n * rows.dtype.itemsize, False, rows.strides[0], rows.dtype.itemsize)
     if k is None:
         def copy(i: int, j: int) -> None:
             blk = rows[i:j]
@@ -242,7 +246,7 @@ def columns_to_rows(arrays: Sequence[Any], out: Any) -> None:
         return
     dt = out.dtype
     cast = not all(x.dtype == dt and _contiguous(x) for x in arrays)
-    k = _kernels(out.size * dt.itemsize, cast, out.strides[0])
+    k = _kernels(out.size * dt.itemsize, cast, out.strides[0], c * dt.itemsize)
     if k is None:
         def copy(i: int, j: int) -> None:
             blk = out[i:j]
@@ -264,7 +268,7 @@ def columns_to_records(arrays: Sequence[Any], out: Any) -> None:
         return
     fields = [out.dtype.fields[name] for name in names]
     cast = not all(x.dtype == f[0] and _contiguous(x) for x, f in zip(arrays, fields))
-    k = _kernels(n * out.dtype.itemsize, cast, out.strides[0])
+    k = _kernels(n * out.dtype.itemsize, cast, out.strides[0], out.dtype.itemsize)
     if k is None:
         def copy(i: int, j: int) -> None:
             blk = out[i:j]
