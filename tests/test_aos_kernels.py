@@ -224,6 +224,14 @@ def test_records_written_backwards_or_read_backwards_are_copied_by_numpy(monkeyp
     assert raws[0].tobytes() == raws[1].tobytes()
 
 
+def test_an_empty_out_is_taken_whatever_its_strides():
+    """NumPy gives ``np.zeros((0, 3))`` the strides ``(0, 0)``: no rows, nothing to check."""
+    out = np.zeros((0, 3), np.int32)
+    cols = {k: np.zeros(0, np.int32) for k in "abc"}
+    got = interop.soa_to_aos(cols, target="numpy", out=out)
+    assert got.shape == (0, 3) and got.ctypes.data == out.ctypes.data
+
+
 def test_a_small_transpose_never_imports_llvmlite_a_large_one_does():
     """In a fresh interpreter: a transpose under the threshold leaves ``llvmlite`` out of
     ``sys.modules``; the first one over it loads it (never Numba) and says so."""

@@ -77,7 +77,7 @@ def _check_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
                            f"{np.dtype(dtype)}; got shape {arr.shape}, dtype {arr.dtype}")
     if not arr.flags.writeable:
         raise InteropError("out= is read-only; pass a writable array (e.g. np.empty(...))")
-    if arr.ndim == 2 and arr.shape[1] > 1 and arr.strides[1] != arr.itemsize:
+    if arr.ndim == 2 and arr.size and arr.shape[1] > 1 and arr.strides[1] != arr.itemsize:
         raise InteropError(f"out= rows must be contiguous (strides {arr.strides}); pass "
                            f"np.empty({shape}, dtype={np.dtype(dtype).name!r})")
     return arr
