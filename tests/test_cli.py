@@ -100,6 +100,10 @@ def test_doctor_lists_frameworks_with_versions(doctor):
     assert fws["numpy"]["version"]
     assert isinstance(doctor["gpus"]["count"], int)
     assert "active" in doctor["pool"]
+    import importlib.util
+
+    has_llvmlite = importlib.util.find_spec("llvmlite") is not None
+    assert doctor["transpose"]["kernel"] == ("llvm" if has_llvmlite else "numpy")
 
 
 def test_doctor_checks_the_known_pitfalls(doctor):
@@ -129,6 +133,7 @@ def test_doctor_text_is_readable(doctor):
 
     out = render(doctor)
     assert "frameworks:" in out and "GPUs:" in out and "RMM pool:" in out
+    assert "AoS <-> SoA transpose:" in out
     assert "known pitfalls" in out
 
 

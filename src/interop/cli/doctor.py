@@ -55,8 +55,18 @@ def collect(skip: tuple[str, ...] = ()) -> dict[str, Any]:
         "frameworks": interop.frameworks(),
         "gpus": {"count": n, "detail": why},
         "pool": pool_status(),
+        "transpose": transpose_status(),
         "pitfalls": check_pitfalls(skip),
     }
+
+
+def transpose_status() -> dict[str, Any]:
+    """Which kernel a large AoS <-> SoA transpose runs here, and from which size (without
+    loading it)."""
+    from interop.tables import transpose
+
+    k = transpose.kernel(1 << 40)
+    return {"kernel": k.name, "why": k.why, "from_bytes": transpose._KERNEL_MIN_BYTES}
 
 
 def render(d: dict[str, Any]) -> str:
@@ -80,6 +90,10 @@ def render(d: dict[str, Any]) -> str:
     else:
         why = p.get("error") or "mempool.use_rmm_pool() has not been called"
         lines.append(f"RMM pool: not active ({why})")
+    t = d["transpose"]
+    lines.append(f"AoS <-> SoA transpose: {t['kernel']} kernel from {t['from_bytes'] >> 20} MiB "
+                 f"({t['why']})" if t["kernel"] == "llvm" else
+                 f"AoS <-> SoA transpose: NumPy's copies ({t['why']})")
     lines += ["", "known pitfalls of the installed versions:"]
     for q in d["pitfalls"]:
         mark = {PRESENT: "!", ABSENT: "ok", NOT_INSTALLED: "-", SKIPPED: "-",
