@@ -720,7 +720,8 @@ def test_a_fast_zero_copy_result_keeps_the_source_memory_alive(target, readonly)
 
 def test_a_fast_arrow_to_jax_result_keeps_the_arrow_buffer_alive():
     n = 1 << 18
-    spy = _warm(pa.array([0.0], pa.float32()), "jax", pa.FloatArray)
+    warm = pa.array([0.0], pa.float32())  # kept: JAX drops its results' hold on a source at
+    spy = _warm(warm, "jax", pa.FloatArray)  # its next call, which would move the base
     base = pa.total_allocated_bytes()
     x = pa.array(range(n), pa.float32())  # pyarrow's own (64-byte aligned) memory
     ptr = x.buffers()[1].address
