@@ -157,10 +157,11 @@ def _from_numpy_converter() -> Any:
     """``jax.device_put(a, may_alias=True)``: XLA aliases a compact 64-byte aligned buffer
     (a read-only one too: JAX never writes to its buffers) and copies any other, as its
     DLPack import does, with about 16,000 fewer instructions a call (no capsule, no writable
-    alias of a read-only array). The result is placed as ``jax.dlpack.from_dlpack`` would place it (committed to
-    the CPU device); bfloat16/float8, which NumPy cannot export over DLPack at all, go to
-    :func:`host` as before. A buffer that is not row-major (XLA would take it with a layout
-    of its own) is ``NeedsCopy``."""
+    alias of a read-only array). The result is placed as ``jax.dlpack.from_dlpack`` would
+    place it (committed to the CPU device); bfloat16/float8, which NumPy cannot export over
+    DLPack at all, go to :func:`host` as before. A buffer that is not row-major (XLA would
+    take it with a layout of its own) is ``NeedsCopy``. JAX drops its hold on the source at
+    its next call (its own deferred release), not when the result is deleted."""
     jax = module("jax")
     device_put, cpu, ml_host = jax.device_put, jax.devices("cpu")[0], host()
     ml = _numpy_dtypes(ML)
