@@ -20,6 +20,7 @@ from .base import (
     C_CONTIGUOUS,
     NEEDS_COPY,
     STEP_COPIES,
+    WRITEABLE,
     Accepts,
     ArrayAdapter,
     ConsumerRules,
@@ -70,8 +71,8 @@ GPU_RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=1
                           accepts=_accepts, narrows=narrows, name="JAX on a GPU",
                           misaligned_why="refuses it when it runs (XLA's GPU entry parameters "
                           "must be 16-byte aligned)")
-# From NumPy, jax.device_put takes a read-only array as it is (JAX never writes to its
-# buffers): no legacy capsule, whose missing read-only flag would refuse it, is involved.
+# From NumPy, a read-only array goes through a writable alias that only XLA holds: JAX never
+# writes to its buffers, so the legacy capsule's missing read-only flag loses nothing.
 _FROM_NUMPY = replace(RULES, versioned=True)
 
 
@@ -153,23 +154,65 @@ def _numpy_dtypes(kept: frozenset[str]) -> frozenset[Any]:
     return frozenset(dt for dt in out if dt.isnative and dlpack.typestr_of(dt) in kept)
 
 
+_CARRIER_BOUND = 256
+_CARRIERS: dict[int, Any] = {}
+
+
+class _Alias:
+    """An ``__array_interface__`` over memory ``base`` owns, keeping ``base`` alive."""
+
+    __slots__ = ("__array_interface__", "base")
+
+    def __init__(self, interface: dict, base: Any) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def writable_alias(ptr: int, n: int, dtype: Any, owner: Any) -> Any:
+    """A writable 1-D NumPy array of ``n`` values of ``dtype`` at ``ptr``, keeping ``owner``
+    alive: for XLA's legacy DLPack import of read-only memory (JAX never writes to its
+    buffers, so the flag the legacy capsule cannot carry loses nothing). It is a ctypes
+    array over the memory; ctypes makes one array type per byte length, so at most
+    ``_CARRIER_BOUND`` of them are kept (other lengths go through an array interface)."""
+    np = module("numpy")
+    nbytes = n * dtype.itemsize
+    carrier = _CARRIERS.get(nbytes)
+    if carrier is None and len(_CARRIERS) < _CARRIER_BOUND:
+        import ctypes
+
+        carrier = _CARRIERS[nbytes] = ctypes.c_char * nbytes
+    if carrier is None:
+        return np.asarray(_Alias({"data": (ptr, False), "shape": (n,), "typestr": dtype.str,
+                                  "version": 3}, owner))
+    buf = carrier.from_address(ptr)
+    buf.owner = owner
+    return np.frombuffer(buf, dtype)
+
+
 def _from_numpy_converter() -> Any:
-    """``jax.device_put(a, may_alias=True)``: XLA aliases a compact 64-byte aligned buffer
-    (a read-only one too: JAX never writes to its buffers) and copies any other, as its
-    DLPack import does, with about 16,000 fewer instructions a call (no capsule, no writable
-    alias of a read-only array). The result is placed as ``jax.dlpack.from_dlpack`` would
-    place it (committed to the CPU device); bfloat16/float8, which NumPy cannot export over
-    DLPack at all, go to :func:`host` as before. A buffer that is not row-major (XLA would
-    take it with a layout of its own) is ``NeedsCopy``. JAX drops its hold on the source at
-    its next call (its own deferred release), not when the result is deleted."""
+    """``jax.dlpack.from_dlpack`` of the array (of a writable alias of a read-only one, which
+    NumPy will not export as the legacy DLPack XLA asks for); ``jax.device_put`` of
+    bfloat16/float8 (NumPy cannot export them at all). Either aliases a compact 64-byte
+    aligned buffer and copies any other; a buffer that is not row-major (XLA would take it
+    with a layout of its own) is ``NeedsCopy``."""
     jax = module("jax")
-    device_put, cpu, ml_host = jax.device_put, jax.devices("cpu")[0], host()
+    from_dlpack, device_put, cpu = jax.dlpack.from_dlpack, jax.device_put, host()
     ml = _numpy_dtypes(ML)
 
     def convert(a: Any) -> Any:
-        if not a.flags.num & C_CONTIGUOUS:
+        flags = a.flags.num  # one read for both tests
+        if not flags & C_CONTIGUOUS:
             raise NeedsCopy(NEEDS_COPY, "not a row-major buffer")
-        return device_put(a, ml_host if a.dtype in ml else cpu, may_alias=True)
+        if a.dtype in ml:
+            return device_put(a, cpu, may_alias=True)
+        if flags & WRITEABLE:
+            return from_dlpack(a)
+        if a.size:
+            alias = writable_alias(a.ctypes.data, a.size, a.dtype, a)
+            a = alias if a.ndim == 1 else alias.reshape(a.shape)
+        else:  # empty: nothing to alias
+            a = module("numpy").empty(a.shape, a.dtype)
+        return from_dlpack(a)
 
     return convert
 
@@ -217,7 +260,7 @@ def _to_device(arr: Any, index: int) -> Any:
 
 def _edges() -> list[Edge]:
     return [
-        Edge("numpy", "jax", "jax.device_put(may_alias=True)",
+        Edge("numpy", "jax", "jax.dlpack.from_dlpack (jax.device_put for bfloat16/float8)",
              _from_numpy_converter, check=from_numpy_check,
              hazard=_immutable_hazard,
              accepts=Accepts(lambda: (module("numpy").ndarray,), _numpy_accepts)),

@@ -22,9 +22,10 @@ from .base import (
 )
 
 # ---- Arrow -> JAX: one step over the values buffer ---------------------------------------
-# NumPy's view of an Arrow array is read-only, which jax.device_put(may_alias=True) takes as
-# it is (JAX never writes to its buffers); pyarrow's own DLPack export is legacy and warns on
-# every call.
+# NumPy's view of an Arrow array is read-only, which NumPy will not export as the legacy
+# DLPack JAX asks for, and pyarrow's own legacy export warns on every call: so the Arrow
+# values buffer goes to JAX through a writable NumPy alias that only XLA holds
+# (jax_.writable_alias).
 
 def _arrow_kind_of(t: Any) -> tuple[str, int, Any] | None:
     """(NumPy typestr, itemsize, NumPy dtype) of an Arrow integer or floating type, else
@@ -39,6 +40,13 @@ def _arrow_kind_of(t: Any) -> tuple[str, int, Any] | None:
 
 
 _arrow_kind = memo_by(ARROW_TYPE_ID, _arrow_kind_of)
+
+
+def _arrow_values(x: Any, k: tuple[str, int, Any]) -> Any:
+    """A writable NumPy alias of the values of Arrow array ``x`` (one chunk, no nulls, not
+    empty) of kind ``k``, which keeps ``x`` alive."""
+    _, n, dtype = k
+    return jax_.writable_alias(x.buffers()[1].address + x.offset * n, len(x), dtype, x)
 
 
 def _arrow_to_jax_check(x: Any) -> tuple[str, str] | None:
@@ -63,13 +71,11 @@ def _arrow_to_jax_check(x: Any) -> tuple[str, str] | None:
 
 
 def _arrow_to_jax_converter() -> Any:
-    """``jax.device_put(may_alias=True)`` of NumPy's view of the values, placed as
-    ``jax.dlpack.from_dlpack`` places it (committed to the CPU device; the same aliasing,
-    cheaper); an empty array made on the host, as the data was (JAX's default
-    device may be a GPU). Anything but one dense chunk of integers or floats JAX holds as
-    they are: ``NeedsCopy``."""
+    """``jax.dlpack.from_dlpack`` of a writable alias of the values; an empty array made on
+    the host, as the data was (JAX's default device may be a GPU). Anything but one dense
+    chunk of integers or floats JAX holds as they are: ``NeedsCopy``."""
     jax, np = module("jax"), module("numpy")
-    device_put, cpu, host = jax.device_put, jax.devices("cpu")[0], jax_.host()
+    from_dlpack, device_put, cpu = jax.dlpack.from_dlpack, jax.device_put, jax_.host()
     chunked, kept, narrows = module("pyarrow").ChunkedArray, jax_.KEPT, jax_.narrows
 
     def convert(x: Any) -> Any:
@@ -81,8 +87,8 @@ def _arrow_to_jax_converter() -> Any:
         if k is None or x.null_count or (k[0] not in kept and narrows(k[0])):
             raise NeedsCopy(NEEDS_COPY, "not a dense array of a dtype JAX holds as it is")
         if not len(x):
-            return device_put(np.zeros(0, dtype=k[2]), host)
-        return device_put(x.to_numpy(zero_copy_only=True), cpu, may_alias=True)
+            return device_put(np.zeros(0, dtype=k[2]), cpu)
+        return from_dlpack(_arrow_values(x, k))
 
     return convert
 
