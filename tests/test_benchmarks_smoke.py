@@ -39,6 +39,10 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     for p in pairs:
         if "skipped" not in p:
             assert {"interop_us", "native_us", "overhead_us", "ratio", "native"} <= set(p)
+    dispatch_bar = data["bars"][0]  # issue 31's bar, every timed pair named pass or fail
+    timed = {p["pair"] for p in pairs if "overhead_us" in p}
+    assert "<= 0.3 us" in dispatch_bar["bar"] and dispatch_bar["worst"] in timed
+    assert set(dispatch_bar["failing"]) | set(dispatch_bar["passing"]) == timed
     control = data["dispatch"]["control"]  # A/A: the slowest native call against itself
     assert control["pair"] in {p["pair"] for p in pairs}
     assert "Control (A/A)" in (tmp_path / "smoke.md").read_text()
@@ -117,3 +121,34 @@ def test_pool_section_renders_every_mode_and_ratio() -> None:
     assert "| own | 4096 |  |  |" in text and "| pool | 2304 | 2304 | 2048 |" in text
     assert pool.markdown({"skipped": True, "reason": "no CUDA device: x"})[-1] == (
         "Skipped: no CUDA device: x.")
+
+
+def test_dispatch_bar_is_issue_31s_and_names_every_pair() -> None:
+    """0.3 us over the native call, by the paired median: the worst pair named first, every
+    pair listed as over or within, the per-pair table saying PASS or FAIL."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import report
+
+    def pair(name: str, paired: float, medians: float) -> dict:
+        return {"pair": name, "overhead_paired_us": {"median": paired, "q1": 0.0, "q3": 0.0},
+                "overhead_us": medians, "overhead_paired_per_pass_us": [paired, 0.1],
+                "interop_us": {"median": 1.0, "q1": 1.0, "q3": 1.0}, "ratio": 1.0,
+                "native_us": {"median": 1.0, "q1": 1.0, "q3": 1.0}, "native": "f(x)",
+                "interop_zero_copy": True, "native_zero_copy": True}
+
+    d = {"n_elements": 4, "dtype": "float32",
+         "pairs": [pair("a->b", 0.25, 0.2), pair("c->d", 0.31, 0.5), pair("e->f", 0.9, 0.8),
+                   pair("g->h", 0.3, 0.1), {"pair": "i->j", "skipped": "no native"}]}
+    bar = report.dispatch_bar(d)
+    assert report.OVERHEAD_BAR_US == 0.3 and not bar["pass"]
+    assert bar["worst"] == "e->f" and bar["failing"] == ["e->f", "c->d"]
+    assert bar["passing"] == ["g->h", "a->b"]  # 0.3 itself is within
+    assert bar["value"].startswith("paired: worst e->f +0.90 us; 2/4 pairs over: e->f +0.90, "
+                                   "c->d +0.31; within: g->h +0.30, a->b +0.25")
+    assert "(difference of the medians: 2/4 over; 2/8 single-pass medians over)" in bar["value"]
+    assert report.dispatch_bar({"pairs": [pair("a->b", 0.3, 0.3)]})["pass"]
+    meta = {"machine": "m", "command": "c", "date": "d", "cpu": "x", "cpus": 2,
+            "python": "3", "versions": {}}
+    text = report.markdown({"meta": meta, "dispatch": d})
+    assert "| c->d | 1.00 [1.00-1.00] | 1.00 [1.00-1.00] | +0.31 [+0.00-+0.00] | FAIL |" in text
+    assert "| a->b | 1.00 [1.00-1.00] | 1.00 [1.00-1.00] | +0.25 [+0.00-+0.00] | PASS |" in text

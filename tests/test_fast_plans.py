@@ -836,3 +836,27 @@ def test_torch_is_not_asked_for_a_numpy_view_it_would_refuse(monkeypatch, kind, 
     assert err is None, err  # every case is zero-copy: pointers, and a write seen
     assert shares(got, x) and data_pointer(got) == data_pointer(x)
     assert _write_seen(x, got)
+
+
+@pytest.mark.parametrize("flags", ["C_CONTIGUOUS", "ALIGNED", "WRITEABLE",
+                                   "C_CONTIGUOUS|ALIGNED", "C_CONTIGUOUS|ALIGNED|WRITEABLE"])
+def test_a_fast_form_takes_only_arrays_with_every_flag_its_accepts_names(flags):
+    """One flag is read as its ``ndarray.flags`` attribute, several as bits of ``flags.num``:
+    either way an array lacking any of them goes to the checked step, whose truth here is
+    NumPy's own flags object."""
+    from interop import fastplan
+    from interop.adapters import edge
+
+    names = flags.split("|")
+    bits = sum(getattr(edge, n) for n in names)
+    converted, checked = [], []
+    plan = fastplan.fast_plan(
+        [(edge.Accepts(lambda: (np.ndarray,), flags=bits), False,
+          lambda a: converted.append(a) or a, lambda a: checked.append(a) or a)], np.ndarray)
+    arrays = [_f32(), _misaligned(8, 1), _f32(16)[::2], _readonly(_f32()),
+              _f32(12).reshape(3, 4).T, _readonly(_misaligned(8, 2))]
+    for a in arrays:
+        plan(a)
+    want = [a for a in arrays if all(a.flags[n] for n in names)]
+    assert [id(a) for a in converted] == [id(a) for a in want]
+    assert len(converted) + len(checked) == len(arrays) and 0 < len(want) < len(arrays)

@@ -8,7 +8,7 @@ checked plan from that step on. The steps are written out as one function per sh
 edges ``numpy -> torch`` it reads::
 
     def plan(x):
-        if not (x.dtype in d0 and x.flags.num & f0 == f0):
+        if not (x.dtype in d0 and x.flags.c_contiguous):
             return k0(x)
         try:
             x = c0(x)
@@ -16,12 +16,14 @@ edges ``numpy -> torch`` it reads::
             return k0(x)
         return x
 
-where ``d0``, ``f0`` come from the edge's ``Accepts``, ``c0`` is its conversion and ``k0``
-the checked plan from step 0 on. (The plan is cached per source type, so the first step's
-type test is left out when the edge accepts that type.) Where the ``Accepts`` names the
-framework's own call (``native``), ``c0`` is that call itself (``torch.from_numpy``, no
-frame of ours around it) and ``except`` also takes what it raises where it refuses
-(``e0``); its ``unset`` attributes are tested in the guard (``not x.requires_grad``).
+where ``d0`` and the flag come from the edge's ``Accepts`` (one flag is read as its
+attribute, which costs less than ``x.flags.num & f0 == f0``, the test of several), ``c0`` is
+its conversion and ``k0`` the checked plan from step 0 on. (The plan is cached per source
+type, so the first step's type test is left out when the edge accepts that type.) Where the
+``Accepts`` names the framework's own call (``native``), ``c0`` is that call itself
+(``torch.from_numpy``, no frame of ours around it) and ``except`` also takes what it raises
+where it refuses (``e0``); its ``unset`` attributes are tested in the guard
+(``not x.requires_grad``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .adapters.edge import Accepts
+from .adapters.edge import FLAG_NAMES, Accepts
 from .adapters.verdicts import NeedsCopy
 
 Step = tuple["Accepts | None", bool, Callable[[Any], Any], Callable[[Any], Any]]
@@ -63,7 +65,8 @@ def fast_plan(steps: Sequence[Step], source_type: type) -> Callable[[Any], Any] 
             refusals = (NeedsCopy, *refusals)
         else:
             refusals = NeedsCopy
-        shape.append(("guard", type_test, dtypes is not None, bool(accepts.flags),
+        flags = "" if not accepts.flags else FLAG_NAMES.get(accepts.flags, "num")
+        shape.append(("guard", type_test, dtypes is not None, flags,
                       accepts.ndim is not None, accepts.unset))
         args += [types[0] if type_test == "is" else types, dtypes, accepts.flags,
                  accepts.ndim, call, refusals, checked]
@@ -87,7 +90,8 @@ def _compile(shape: tuple) -> Callable[..., Callable[[Any], Any]]:
             params += [f"t{i}", f"d{i}", f"f{i}", f"n{i}"]
             tests = [f"type(x) {type_test} t{i}"] if type_test else []
             tests += [f"x.dtype in d{i}"] if dtypes else []
-            tests += [f"x.flags.num & f{i} == f{i}"] if flags else []
+            if flags:  # one flag: its attribute; several: all of their bits
+                tests += [f"x.flags.{flags}" if flags != "num" else f"x.flags.num & f{i} == f{i}"]
             tests += [f"x.ndim == n{i}"] if ndim else []
             tests += [f"not x.{name}" for name in unset]
             if tests:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import update_wrapper
 from typing import TYPE_CHECKING, Any
 
 from .adapters.base import ArrayAdapter, Edge, StructureAdapter, TableAdapter
@@ -306,6 +307,11 @@ def _no_options(src: str, options: dict[str, Any]) -> InteropError:
 
 
 def _converter(reg: Registry) -> Callable[..., Any]:
+    """``to_framework`` on ``reg``: a call with no keywords is one dict test, two lookups and
+    the plan; any other goes on to the full call, whose name, signature, annotations and
+    docstring it carries (``functools.update_wrapper``: ``inspect.signature`` and ``help``
+    show the keywords). Keyword-only parameters cost a lookup in ``__kwdefaults__`` each per
+    call, so the call without keywords takes ``**options`` only."""
     plans, other, plan_for = reg.plans, reg.other, reg.plan_for
 
     def to_framework(x: Any, target: str, *, device: Any = None,
@@ -340,4 +346,14 @@ def _converter(reg: Registry) -> Callable[..., Any]:
                 return plan(x)
         return plan_for(x, target, device, copy, stream, options)(x)
 
-    return to_framework
+    def fast(x: Any, target: str, **options: Any) -> Any:
+        if not options:
+            try:
+                plan = plans[target][type(x)]
+            except (KeyError, TypeError):  # a first call, or an unhashable target
+                pass
+            else:
+                return plan(x)
+        return to_framework(x, target, **options)
+
+    return update_wrapper(fast, to_framework)

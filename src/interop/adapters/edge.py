@@ -13,6 +13,8 @@ CAI_VIA = "CUDA Array Interface"
 
 C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x1, 0x100, 0x400
 """NumPy's flag bits (``ndarray.flags.num``), for :attr:`Accepts.flags`."""
+FLAG_NAMES = {C_CONTIGUOUS: "c_contiguous", ALIGNED: "aligned", WRITEABLE: "writeable"}
+"""Each flag bit's attribute of ``ndarray.flags`` (one read of it costs less than ``.num``)."""
 
 
 @record(frozen=True)

@@ -92,20 +92,34 @@ def check(s: Any) -> tuple[str, str] | None:
     return None
 
 
-def _to_numpy_view(s: Any) -> Any:
+def _to_numpy_converter() -> Any:
     """``Series.to_numpy(allow_copy=False)``: a view of numbers as it is; where polars would
     copy, or "views" what the check may refuse (an empty Series of any dtype, object or
-    time data), the check decides: booleans unpacked and dates converted (its
+    time data), the check decides (:func:`_checked_view`). "Numbers" is a set of NumPy's
+    native integer, floating, complex and bool dtypes (one set test: reading ``dtype.kind``
+    costs more); any other view, which polars does not make, would be handed to the check
+    too."""
+    np = module("numpy")
+    numbers = frozenset(np.dtype(c) for c in
+                        np.typecodes["AllInteger"] + np.typecodes["AllFloat"] + "?")
+
+    def convert(s: Any) -> Any:
+        try:
+            out = s.to_numpy(allow_copy=False)
+        except RuntimeError as e:  # polars says the view would need a copy
+            return _checked_view(s, None, f" ({e})")
+        if out.size and out.dtype in numbers:
+            return out
+        return _checked_view(s, out, "")
+
+    return convert
+
+
+def _checked_view(s: Any, out: Any, why: str) -> Any:
+    """What the check says of ``s``, whose view polars gave as ``out`` (``None``: it would
+    copy): ``out`` where it says nothing, booleans unpacked and dates converted (its
     ``STEP_COPIES`` verdict), anything else ``NeedsCopy`` with its verdict (nulls, chunks,
     no NumPy dtype)."""
-    try:
-        out = s.to_numpy(allow_copy=False)
-    except RuntimeError as e:  # polars says the view would need a copy
-        out, why = None, f" ({e})"
-    else:
-        if out.size and out.dtype.kind in "biufc":
-            return out
-        why = ""
     verdict = check(s)
     if verdict is None and out is not None:
         return out
@@ -134,7 +148,7 @@ def view(s: Any) -> BufferView:
         raise UnsupportedConversionError(f"polars Series {s.name!r}: booleans are bit-packed")
     from ..protocols.array_interface import view_of_numpy
 
-    v = view_of_numpy(_to_numpy_view(s))
+    v = view_of_numpy(_to_numpy_converter()(s))
     return BufferView(v.ptr, v.shape, v.strides, v.itemsize, v.dtype, v.device, True, s)
 
 
@@ -171,7 +185,7 @@ def _polars_dtypes() -> frozenset[Any]:
 
 def _edges() -> list[Edge]:
     return [
-        Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", lambda: _to_numpy_view,
+        Edge("polars", "numpy", "Series.to_numpy(allow_copy=False)", _to_numpy_converter,
              check=check, accepts=Accepts(lambda: (module("polars").Series,))),
         Edge("numpy", "polars", "polars.Series",
              lambda: partial(module("polars").Series, None),  # Series(name=None, values=a)
