@@ -390,3 +390,28 @@ def _transpose_in_child(a: np.ndarray) -> bool:
     cols = interop.aos_to_soa(a, target="numpy")
     back = interop.soa_to_aos(cols, target="numpy")
     return transpose.kernel(a.nbytes).name == "llvm" and bool(np.array_equal(back, a))
+
+
+def test_the_compiled_kernel_serves_callers_on_several_threads_at_once(monkeypatch):
+    """The kernel keeps no state between calls (each thread stages in its own buffer): four
+    threads transposing different arrays at once, each on pieces shared with the pool, all
+    get their own values."""
+    pytest.importorskip("llvmlite")
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(transpose, "_KERNEL_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_KERNEL_LOADED_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_THREAD_MIN_BYTES", 0)
+    monkeypatch.setattr(transpose, "_PIECE_BYTES", 1)
+    inputs = [np.random.default_rng(i).standard_normal((30011, 8 + i)).astype(np.float32)
+              for i in range(4)]
+
+    def both_ways(a: np.ndarray) -> bool:
+        ok = True
+        for _ in range(5):
+            cols = interop.aos_to_soa(a, target="numpy")
+            ok &= bool(np.array_equal(interop.soa_to_aos(cols, target="numpy"), a))
+        return ok
+
+    with ThreadPoolExecutor(4) as ex:
+        assert all(ex.map(both_ways, inputs))
