@@ -291,7 +291,7 @@ def test_bad_input_errors_name_the_value_and_the_fix():
     with pytest.raises(InteropError, match=r"records array of shape \(4,\)"):
         interop.soa_to_aos(cols, target="numpy", dtype=[("x", "<f8"), ("y", "<f8")],
                            out=np.empty(3, [("x", "<f8"), ("y", "<f8")]))
-    with pytest.raises(UnsupportedConversionError, match="not fixed-width"):
+    with pytest.raises(UnsupportedConversionError, match="cannot be columns"):
         interop.soa_to_aos(cols, target="numpy", dtype=[("x", "U3"), ("y", "<f8")])
 
 

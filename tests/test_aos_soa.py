@@ -88,7 +88,7 @@ def test_aos_soa_errors():
         interop.aos_to_soa(np.zeros((4, 3, 2)))
     with pytest.raises(InteropError, match="unique"):
         interop.aos_to_soa(np.zeros((4, 2)), names=["a", "a"])
-    with pytest.raises(UnsupportedConversionError, match="not fixed-width"):
+    with pytest.raises(UnsupportedConversionError, match="cannot be columns"):
         interop.aos_to_soa(np.zeros(3, dtype=[("s", "U3"), ("x", "<f4")]))
     with pytest.raises(NullsError, match="column 'a'"):
         interop.soa_to_aos(pa.table({"a": [1, None]}))

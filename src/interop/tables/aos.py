@@ -67,6 +67,22 @@ def _field_columns(n: int, dtypes: Sequence[Any]) -> list[Any]:
             for s, t in zip(starts.tolist(), dtypes)]
 
 
+_COLUMN_KINDS = "biufmM"  # integer, unsigned, float, boolean, datetime, timedelta
+
+
+def _check_fields(dt: Any) -> None:
+    """Every field of the structured dtype ``dt`` (or ``dt`` itself, the dtype of a 2-D
+    array's values) can be a column: one scalar of a kind Arrow and every framework hold;
+    else an error naming the fields."""
+    fields = [(f, dt.fields[f][0]) for f in dt.names] if dt.names else [("values", dt)]
+    bad = [(f, str(t)) for f, t in fields if t.shape or t.kind not in _COLUMN_KINDS]
+    if bad:
+        raise UnsupportedConversionError(
+            f"fields {bad} cannot be columns: only integer, float, boolean and "
+            "datetime/timedelta scalars can (not complex, bytes, strings, objects or "
+            "sub-arrays); cast them first (e.g. rows.astype(...))")
+
+
 def _check_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
     """``out`` as a writable NumPy array of ``shape`` and ``dtype`` whose rows are contiguous."""
     import numpy as np
@@ -168,11 +184,7 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
         if len(names) != len(fields):
             raise InteropError(f"{len(names)} names for {len(fields)} fields {fields}")
         names = _names(names, len(fields), a.shape)  # unique
-        sub = [a.dtype.fields[f][0] for f in fields]
-        bad = [(f, str(t)) for f, t in zip(fields, sub) if t.shape or t.kind not in "biufmM"]
-        if bad:
-            raise UnsupportedConversionError(f"fields {bad} are not fixed-width scalars; only "
-                                             "numeric, boolean and datetime fields become columns")
+        _check_fields(a.dtype)
         ftype = _homogeneous(a.dtype)
         flat = None
         if ftype is not None and a.flags.c_contiguous:
@@ -196,8 +208,7 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
                                f"shape {a.shape}")
         c = a.shape[1]
         names = _names(names, c, a.shape)
-        if a.dtype.kind not in "biufmM":
-            raise UnsupportedConversionError(f"dtype {a.dtype} is not a fixed-width scalar")
+        _check_fields(a.dtype)
         if out is not None:
             out = _check_out(out, a.shape[::-1], a.dtype, "(C, N)")
         else:
@@ -247,11 +258,7 @@ def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | No
         if len(dt.names) != len(arrays):
             raise InteropError(f"dtype has {len(dt.names)} fields {list(dt.names)} for "
                                f"{len(arrays)} columns {names}; give one field per column")
-        sub = [dt.fields[f][0] for f in dt.names]
-        bad = [(f, str(t)) for f, t in zip(dt.names, sub) if t.shape or t.kind not in "biufmM"]
-        if bad:
-            raise UnsupportedConversionError(f"fields {bad} are not fixed-width scalars; only "
-                                             "numeric, boolean and datetime fields hold columns")
+        _check_fields(dt)
         out = fresh_buffer((n,), dt) if out is None else _check_out(out, (n,), dt, "records")
         transpose.columns_to_records(arrays, out)
     else:
