@@ -93,7 +93,8 @@ pits = pitfalls.check_pitfalls((), [p for p in pitfalls.PITFALLS
                                     if p.framework in ("tensorflow", "paddle")])
 assert pits and all(p["state"] == "not installed" for p in pits), pits
 d = {"interop": "0", "python": "3", "platform": "x", "frameworks": interop.frameworks(),
-     "gpus": {"count": 0, "detail": "none"}, "pool": {"active": False}, "pitfalls": pits}
+     "gpus": {"count": 0, "detail": "none"}, "pool": {"active": False},
+     "transpose": doctor.transpose_status(), "pitfalls": pits}
 text = doctor.render(d)
 for name in ("tensorflow", "paddle"):
     line = next(l for l in text.splitlines() if l.strip().startswith(name + " "))
