@@ -415,11 +415,14 @@ def _read(path: str) -> bytes | None:
 
 def _write(path: str, data: bytes) -> None:
     """Save the machine code atomically; a cache that cannot be written is skipped."""
+    tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except OSError:
-        pass
+        try:  # a full disk: leave no partial file behind
+            os.remove(tmp)
+        except OSError:
+            pass
