@@ -415,3 +415,25 @@ def test_the_compiled_kernel_serves_callers_on_several_threads_at_once(monkeypat
 
     with ThreadPoolExecutor(4) as ex:
         assert all(ex.map(both_ways, inputs))
+
+
+def test_an_unwritable_cache_is_skipped_and_the_kernel_still_runs(tmp_path):
+    """``INTEROP_CACHE_DIR`` names a file, so no directory can be made there: the kernel is
+    compiled, runs, and leaves nothing behind."""
+    pytest.importorskip("llvmlite")
+    import os
+    import subprocess
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    code = ("import numpy as np, interop\n"
+            "from interop.tables import transpose\n"
+            "transpose._KERNEL_MIN_BYTES = 0\n"
+            "a = np.arange(64, dtype=np.float32).reshape(32, 2)\n"
+            "assert (interop.aos_to_soa(a, target='numpy')['c1'] == a[:, 1]).all()\n"
+            "print(transpose._llvm['kernels'].how)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "INTEROP_CACHE_DIR": str(blocked)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["compiled"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
