@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from .adapters.dali_ import OPTIONS as DALI_BATCH_OPTIONS
+from collections.abc import Iterable, Mapping
 
 CALL_OPTIONS = ("device", "copy", "stream")
 """The keyword arguments of ``to_framework`` besides the table options."""
 TABLE_OPTIONS = ("nulls", "fill_value", "columns")
 """The options tables and dataframes take (:mod:`interop.tables.columns`)."""
-BATCH_OPTIONS = DALI_BATCH_OPTIONS
-"""The options a batch of samples takes (a DALI ``TensorList``: ``ragged="list"`` or ``"pad"``
-with ``fill_value=``), as :mod:`interop.adapters.dali_` declares them."""
 STRUCTURE_OPTIONS = ("structure",)
 """The option of dicts and other structures: ``structure="tree"`` or ``"table"``
 (:mod:`interop.structures.adapter`)."""
@@ -20,18 +15,22 @@ DEVICE_SYNONYMS = {"gpu": "cuda", "host": "cpu"}
 """Device words other libraries use, and the name interop takes for them."""
 
 
-def unknown_option(options: Iterable[str]) -> str | None:
+def unknown_option(options: Iterable[str],
+                   declared: Mapping[str, tuple[str, ...]]) -> str | None:
     """The message for the first of ``options`` no source takes (naming the closest known
-    option and every known one), or ``None`` when each is some source's option."""
-    known = tuple(dict.fromkeys(TABLE_OPTIONS + BATCH_OPTIONS + STRUCTURE_OPTIONS))
+    option and every known one), or ``None`` when each is some source's option. ``declared``:
+    the options sources declare beyond the table options, by source (a DALI batch's
+    ``ragged=``; the registry's :meth:`~interop.registry.Registry.declared_options`)."""
+    own = tuple(dict.fromkeys(o for opts in declared.values() for o in opts))
+    known = tuple(dict.fromkeys(TABLE_OPTIONS + own + STRUCTURE_OPTIONS))
     unknown = sorted(o for o in options if o not in known)
     if not unknown:
         return None
     listed = lambda names: ", ".join(o + "=" for o in names)  # noqa: E731
+    sources = "".join(f", for {src} {listed(opts)}" for src, opts in declared.items())
     return (f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], CALL_OPTIONS + known)}; "
             f"known: {listed(CALL_OPTIONS)}, for tables and dataframes "
-            f"{listed(TABLE_OPTIONS)}, for batches of samples (a DALI TensorList) "
-            f"{listed(BATCH_OPTIONS)}, and for dicts and other structures "
+            f"{listed(TABLE_OPTIONS)}{sources}, and for dicts and other structures "
             f"{listed(STRUCTURE_OPTIONS)}")
 
 

@@ -173,7 +173,7 @@ class Registry:
             if isinstance(adapter, TableAdapter):
                 return self._table_plan(adapter, x, target, tgt, device, copy, stream, options)
             if options:
-                raise _no_options(src, options)
+                raise _no_options(self, src, options)
             have = adapter.device(x)
             move = device_move(adapter, have, self.adapters[tgt], device)  # raises early
             if stream is not None and have[0] == "cpu":
@@ -286,6 +286,12 @@ class Registry:
             self._keep(x, target, tgt, device, copy, fn)
         return fn
 
+    def declared_options(self) -> dict[str, tuple[str, ...]]:
+        """The options table adapters declare for themselves (not the table options), by
+        adapter name: a DALI batch's ``ragged=`` and ``fill_value=``."""
+        return {a.name: a.options for a in self.adapters.values()
+                if isinstance(a, TableAdapter) and a.options}
+
     def explain(self, x: Any, target: str, device: Any = None, copy: bool | None = None,
                 options: dict[str, Any] | None = None) -> Plan:
         """The plan for this value: steps, zero-copy or not, reasons and hazards."""
@@ -296,10 +302,10 @@ class Registry:
         return explain(self, x, target, device, copy, options)
 
 
-def _no_options(src: str, options: dict[str, Any]) -> InteropError:
+def _no_options(reg: Registry, src: str, options: dict[str, Any]) -> InteropError:
     from .names import unknown_option
 
-    unknown = unknown_option(options)
+    unknown = unknown_option(options, reg.declared_options())
     if unknown:
         return InteropError(unknown)
     return InteropError(f"options {sorted(options)} apply to tables, dataframes, batches of "

@@ -92,7 +92,7 @@ def _as_table(reg: Any, w: Tree, tgt: str, mode: str | None, options: dict[str, 
         return True
     unused = sorted(k for k in options if k not in taken)
     if unused:
-        unknown = unknown_option(unused)
+        unknown = unknown_option(unused, reg.declared_options())
         raise InteropError(unknown or (
             f"options {unused} apply to tables, dataframes and batches of samples (a DALI "
             f"TensorList); this {w.node.type.__name__} is converted as a structure and none of "
