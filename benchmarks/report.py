@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import fmt_bytes
+from .aos_soa import BAR_FIRST_MS, BAR_MIXED, BAR_OUT
 
 OVERHEAD_BAR_US = 0.3
 """Issue 31's bar: every CPU pair's median dispatch overhead (paired) within this of its
@@ -72,15 +73,16 @@ def bars(results: dict[str, Any]) -> list[dict[str, Any]]:
     a = results.get("aos_soa")
     if a and "bar" in a:
         b = a["bar"]
-        out.append({"bar": "AoS<->SoA into out= (8 float32 fields) >= 0.8 of memcpy both ways; "
-                           "100 mixed fields into fresh columns >= 0.7 of a fresh memcpy",
+        out.append({"bar": f"AoS<->SoA into out= (8 float32 fields) >= {BAR_OUT} of memcpy both "
+                           f"ways; 100 mixed fields into fresh columns >= {BAR_MIXED} of a fresh "
+                           "memcpy",
                     "value": f"AoS->SoA {b['aos_to_soa_out']:.2f}, SoA->AoS "
                              f"{b['soa_to_aos_out']:.2f}, mixed {b['mixed_fresh']:.2f} "
                              f"({a['kernel']['name']} kernel)",
                     "pass": b["pass"]})
         f = a["first_call"]
         out.append({"bar": "first large transpose in a fresh process <= import of the kernel's "
-                           "library (llvmlite) + 100 ms over steady state",
+                           f"library (llvmlite) + {BAR_FIRST_MS:.0f} ms over steady state",
                     "value": f"{f['first_ms']:.0f} ms first vs {f['steady_ms']:.0f} ms steady "
                              f"+ {f['import_llvmlite_ms']:.0f} ms import llvmlite: "
                              f"{f['first_over_steady_minus_import_ms']:+.0f} ms",

@@ -122,3 +122,17 @@ def run_child(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
     calling test instead of killing pytest."""
     return subprocess.run([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(code)],
                           capture_output=True, text=True, timeout=timeout)
+
+
+class DLPackOnly:
+    """A producer with only ``__dlpack__`` and ``__dlpack_device__`` (over its array ``a``):
+    no framework of its own, so only the DLPack protocol reads it."""
+
+    def __init__(self, a: Any) -> None:
+        self.a = a
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.a.__dlpack_device__()

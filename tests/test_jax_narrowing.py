@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import interop
-from helpers import aligned
+from helpers import DLPackOnly, aligned
 from interop.errors import NarrowingWarning, ZeroCopyError
 
 torch = pytest.importorskip("torch")
@@ -47,7 +47,7 @@ SOURCES = {
     "pandas": (lambda a: pd.Series(a), [np.float64, np.int64, np.uint64, np.complex128]),
     "polars": (lambda a: pl.Series(a), [np.float64, np.int64, np.uint64]),
     "capsule": (lambda a: a.__dlpack__(), list(NARROWED)),
-    "producer": (lambda a: _Producer(a), list(NARROWED)),
+    "producer": (lambda a: DLPackOnly(a), list(NARROWED)),
 }
 CASES = [pytest.param(src, dt, id=f"{src}-{np.dtype(dt).name}")
          for src, (_, dts) in SOURCES.items() for dt in dts]
@@ -57,19 +57,6 @@ def _read_only(a):
     a = a.copy()
     a.flags.writeable = False
     return a
-
-
-class _Producer:
-    """A bare DLPack producer (no framework of its own)."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, **kw):
-        return self.a.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
 
 
 def _convert(value, **kw):

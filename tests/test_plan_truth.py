@@ -17,7 +17,7 @@ import pytest
 import interop
 import interop.api
 import oracles
-from helpers import run_child
+from helpers import DLPackOnly, run_child
 from interop.adapters import cudf_
 from interop.adapters.verdicts import NULLS
 from interop.errors import (
@@ -88,17 +88,6 @@ def test_a_slice_shares_its_parents_validity_and_values_and_a_copy_shares_none()
     assert interop.shares_memory(s, s.slice(2, 2)) == oracles.shares_any(s, s.slice(2, 2))
 
 
-class OnlyDLPack:
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, **kw):
-        return self.a.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
-
-
 def _producers():
     return {
         "bytearray": bytearray(b"abcdefgh"),
@@ -106,7 +95,7 @@ def _producers():
         "bytes memoryview": memoryview(b"abcdefgh"),
         "array.array": array.array("d", [1.0, 2.0, 3.0]),
         "array interface only": OnlyInterface(np.arange(6.0)[::2]),
-        "DLPack only": OnlyDLPack(np.arange(4.0)),
+        "DLPack only": DLPackOnly(np.arange(4.0)),
     }
 
 

@@ -47,6 +47,7 @@ import interop
 import interop.api
 import oracles
 import truth_samples
+from helpers import DLPackOnly
 from interop.errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
 from interop.host import fresh_copy
 from interop.protocols import dlpack
@@ -841,18 +842,6 @@ class ArrayInterfaceOnly:
         self.a = a
         self.__array_interface__ = a.__array_interface__
 
-
-class DLPackOnly:
-    """A producer with only ``__dlpack__`` and ``__dlpack_device__`` (over its array)."""
-
-    def __init__(self, a: np.ndarray) -> None:
-        self.a = a
-
-    def __dlpack__(self, **kw: Any) -> Any:
-        return self.a.__dlpack__(**kw)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return self.a.__dlpack_device__()
 
 
 @st.composite
