@@ -232,6 +232,8 @@ def test_options_reach_the_leaves_that_take_them():
     table, (arr,) = interop.to_framework((t, [x]), "numpy", nulls="fill", fill_value=-1.0)
     assert isinstance(table, Columns) and table["a"].tolist() == [1.0, -1.0, 3.0]
     assert t.column("a").null_count == 1 and arr.ctypes.data == x.ctypes.data
+    arr[1] = 42.0  # the array leaf is the caller's buffer: a write through it is read back
+    assert x[1] == 42.0
     plan = interop.explain((t, [x]), "numpy", nulls="fill", fill_value=-1.0)
     assert plan.supported and not plan.leaves["[0]"].zero_copy and plan.leaves["[1][0]"].zero_copy
     assert interop.can_convert((t, [x]), "numpy", nulls="fill", fill_value=-1.0)
