@@ -170,7 +170,7 @@ def test_device_to_host_stays_explicit_for_host_targets():
     """The other direction is unchanged: a host-only target refuses device data unless
     device='cpu' is given (checked on the plan, with no GPU needed)."""
     from interop.api import REGISTRY
-    from interop.runner import device_move as _device_move
+    from interop.route import device_move as _device_move
 
     cupy, numpy = REGISTRY.adapters["cupy"], REGISTRY.adapters["numpy"]
     with pytest.raises(DeviceError, match="pass device='cpu'"):

@@ -105,7 +105,7 @@ def test_no_leak_over_many_conversions(src, tgt):
                                   f"{RSS_BOUND / N:.0f} B per call)")
     assert t1 - t0 <= TRACED_BOUND, (f"traced memory grew {t1 - t0} bytes over {N} conversions "
                                      f"(bound {TRACED_BOUND / N:.1f} B per call)")
-    assert len(REGISTRY.kept()) <= PLAN_BOUND
+    assert len(REGISTRY.cache) <= PLAN_BOUND
 
 
 def test_plan_cache_bounded():
@@ -119,7 +119,7 @@ def test_plan_cache_bounded():
                         interop.to_framework(make(), tgt, copy=copy)
                     except interop.InteropError:
                         pass
-        sizes.append(len(REGISTRY.kept()))
+        sizes.append(len(REGISTRY.cache))
     assert sizes[0] == sizes[1] == sizes[2], f"the plan cache grew on repeats: {sizes}"
     assert sizes[-1] <= PLAN_BOUND, f"{sizes[-1]} plans cached"
     MEASURED["plans"] = sizes[-1]
@@ -152,7 +152,7 @@ def test_threads_convert_mixed_pairs_correctly():
         t.join()
     assert not errors, errors[:5]
     # the plan cache is consistent: every entry still converts its own pair correctly
-    for (tp, _target, device, copy), fn in list(REGISTRY.kept().items()):
+    for (tp, _target, device, copy), fn in list(REGISTRY.cache.items().items()):
         for make in sources.values():
             x = make()
             if type(x) is tp and device is None and copy is None:

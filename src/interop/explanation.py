@@ -1,52 +1,36 @@
-"""``explain``: the plan a conversion follows, rendered from the same route (the edges the
-runner compiles) and the same checks the runner runs, for one value."""
+"""``explain``: the plan a conversion follows, rendered from the same route
+(:func:`interop.route.decide`, which the runner compiles) and the same checks the runner
+runs, for one value."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import devices
-from .adapters.base import (
-    NEEDS_COPY,
-    NULLS,
-    UNSUPPORTED,
-    NeedsCopy,
-    StructureAdapter,
-    TableAdapter,
-)
-from .arguments import check_copy
+from .adapters.base import NEEDS_COPY, NULLS, UNSUPPORTED, NeedsCopy
 from .errors import FrameworkMissingError, InteropError, NullsError
 from .plan import Plan, Step
 from .protocols import dlpack
-from .runner import device_move
-
-if TYPE_CHECKING:
-    from .registry import Registry
+from .route import COMPOSITE, STRUCTURE, decide
 
 
-def explain(reg: Registry, x: Any, target: str, device: Any = None,
+def explain(reg: Any, x: Any, target: str, device: Any = None,
             copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
     """The plan for this value: steps, zero-copy or not, reasons and hazards."""
-    check_copy(copy)
-    src = reg.owner(x)
-    tgt = reg.target(target)
-    adapter = reg.adapters[src]
-    missing = reg.adapters[tgt].missing()
-    if missing:
-        return Plan(src, tgt, (), False, (missing,), supported=False, error="missing")
-    why = reg.refusal(adapter, x, tgt)
-    if why:
-        return Plan(src, tgt, (), False, (why,), supported=False, error=UNSUPPORTED)
-    if isinstance(adapter, StructureAdapter):
+    route = decide(reg, x, target, device, copy, None, options)
+    src, tgt, adapter = route.source, route.target, route.adapter
+    if route.failure is not None:
+        what, why = route.failure
+        return Plan(src, tgt, (), False, (why,), supported=False, error=what)
+    if route.kind == STRUCTURE:
         return adapter.explain(reg, x, tgt, device, copy, options)
-    if isinstance(adapter, TableAdapter):
+    if route.kind == COMPOSITE:
         return adapter.explain(reg, x, tgt, copy=copy, **(options or {}))
-    have = adapter.device(x)
-    move = device_move(adapter, have, reg.adapters[tgt], device)
-    if move is not None:
-        return _move_plan(src, tgt, have, move, device, copy)
+    have = route.have
+    if route.move is not None:
+        return _move_plan(src, tgt, have, route.move, device, copy)
     dev = have[0]
-    edges = reg.routes.route(src, tgt, dev)  # what runner.compile makes the plan of
+    edges = route.edges  # what the runner compiles the plan of
     if edges is None:
         return Plan(src, tgt, (), False, (f"no conversion path from {src} to {tgt}",), (),
                     supported=False)
@@ -109,7 +93,7 @@ def _move_plan(src: str, tgt: str, have: tuple[str, int], move: tuple[str, int |
                 error=None if copy is not False else "zero-copy")
 
 
-def _copy_plan(reg: Registry, at: str, tgt: str, reasons: list[str], hazards: list[str],
+def _copy_plan(reg: Any, at: str, tgt: str, reasons: list[str], hazards: list[str],
                steps: list[Step], origin: str | None = None, device: str = "cpu",
                value: Any = None) -> Plan:
     refused = _refused_after_copy(reg, at, value, tgt) if device == "cpu" else None
@@ -136,7 +120,7 @@ def _copy_plan(reg: Registry, at: str, tgt: str, reasons: list[str], hazards: li
     return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
 
-def _planned_narrowing(reg: Registry, at: str, value: Any, tgt: str) -> tuple[str, str] | None:
+def _planned_narrowing(reg: Any, at: str, value: Any, tgt: str) -> tuple[str, str] | None:
     """``(dtype name, why)`` of the cast the copy route will make for ``value`` (a value
     of ``at``) on its way to ``tgt``, or ``None``."""
     rules = getattr(reg.adapters[tgt], "rules", None)
@@ -151,7 +135,7 @@ def _planned_narrowing(reg: Registry, at: str, value: Any, tgt: str) -> tuple[st
     return numpy.dtype(narrow[0]).name, narrow[1]
 
 
-def _refused_after_copy(reg: Registry, at: str, value: Any,
+def _refused_after_copy(reg: Any, at: str, value: Any,
                         tgt: str) -> tuple[str, str] | None:
     """Why the copy route would refuse ``value`` (``(UNSUPPORTED or NULLS, reason)``),
     judged as it runs: the whole value to host NumPy (nulls, strings, object dtypes show

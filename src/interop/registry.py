@@ -15,16 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from .adapters.base import ArrayAdapter, Edge, StructureAdapter, TableAdapter
 from .arguments import check_copy
+from .cache import PlanCache
 from .devices import device_name
-from .errors import (
-    FrameworkMissingError,
-    InteropError,
-    UnknownFrameworkError,
-    UnsupportedConversionError,
-)
-from .protocols import dlpack
+from .errors import UnknownFrameworkError, UnsupportedConversionError
+from .route import COMPOSITE, STRUCTURE, decide
 from .routing import Routes
-from .runner import Runner, device_move
+from .runner import Runner
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -42,14 +38,8 @@ class Registry:
         self._owners: dict[type, str | None] = {}
         self.routes = Routes(self.adapters)
         self.runner = Runner(self.adapters, self.routes)
-        self.plans: dict[str, dict[type, Convert]] = {}
-        """The plans for ``device=None, copy=None``: ``{target: {source type: plan}}``, the
-        target as the framework's name and as each name it was asked by (one dict each)."""
-        self.other: dict[tuple, Convert] = {}
-        """The plans for other ``device``/``copy``: ``{(type, target, device, copy): plan}``."""
-        self.structures: dict[tuple, list[Convert]] = {}
-        """The plans made per structure (:mod:`interop.structures`), newest first, per
-        ``(root type, target, device, copy, structure option)``."""
+        self.cache = PlanCache()
+        """The plans made so far (a pair's later calls look them up)."""
         self._lock = threading.RLock()
         self.convert = _converter(self)
         """``to_framework`` on this registry."""
@@ -84,16 +74,7 @@ class Registry:
 
     def clear_plans(self) -> None:
         """Forget every plan made (the next call of each pair plans again)."""
-        self.plans.clear()
-        self.other.clear()
-        self.structures.clear()
-
-    def kept(self) -> dict[tuple, Convert]:
-        """Every plan kept, as ``{(source type, target as asked, device, copy): plan}``."""
-        out = {(tp, target, None, None): fn for target, per_type in self.plans.items()
-               for tp, fn in per_type.items()}
-        out.update(self.other)
-        return out
+        self.cache.clear()
 
     def known(self) -> list[str]:
         return sorted(n for n, a in self.adapters.items() if a.target)
@@ -139,82 +120,37 @@ class Registry:
                 self._owners[tp] = name
             return name
 
-    def refusal(self, adapter: AnyAdapter, x: Any, tgt: str) -> str | None:
-        """Why ``x`` goes to no framework but its own (:attr:`ArrayAdapter.refuse`)."""
-        refuse = getattr(adapter, "refuse", None)
-        return refuse(x) if refuse is not None and tgt != adapter.name else None
-
     # ---- plans --------------------------------------------------------------------------------
     def plan_for(self, x: Any, target: str, device: Any, copy: bool | None, stream: Any,
                  options: dict[str, Any] | None = None) -> Convert:
-        """The plan converting values of ``type(x)`` to ``target`` (made, and kept, once)."""
+        """The plan converting values of ``type(x)`` to ``target``: compiled from the call's
+        route (:func:`~interop.route.decide`), and kept once made where it serves every
+        later value of the type."""
         if device is not None:
             device = device_name(device)  # a framework's device object: plans kept by its string
         with self._lock:
-            src = self.owner(x)
-            tgt = self.target(target)
-            missing = self.adapters[tgt].missing()
-            if missing:
-                raise FrameworkMissingError(f"{src} -> {tgt}: {missing}")
-            check_copy(copy)
-            adapter = self.adapters[src]
-            why = self.refusal(adapter, x, tgt)
-            if why:
-                raise UnsupportedConversionError(f"{src} -> {tgt}: {why}")
-            if target != tgt and stream is None and not options:
-                fn = self._known(x, target, tgt, device, copy)  # planned under another name
+            route = decide(self, x, target, device, copy, stream, options)
+            route.raise_failure()
+            tgt = route.target
+            kept = stream is None and not options and not route.adapter.per_value_owner
+            if kept and target != tgt:
+                fn = self.cache.alias(type(x), target, tgt, device, copy)  # another name's
                 if fn is not None:
                     return fn
-            if isinstance(adapter, StructureAdapter):
-                fn = adapter.plan(self, x, target, tgt, device, copy, stream, options)
-                if stream is None and not options:
-                    self._keep(x, target, tgt, device, copy, fn)
-                return fn
-            if isinstance(adapter, TableAdapter):
-                return self._table_plan(adapter, x, target, tgt, device, copy, stream, options)
-            if options:
-                raise _no_options(self, src, options)
-            have = adapter.device(x)
-            move = device_move(adapter, have, self.adapters[tgt], device)  # raises early
-            if stream is not None and have[0] == "cpu":
-                raise InteropError(
-                    f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
-                    "work only; pass stream=None for CPU data")
-            if stream is not None:
-                if move is not None:
-                    return lambda x: self.runner.move(src, x, tgt, move, copy)
-                stream = dlpack.stream_argument(stream, dlpack.Device.CUDA)
-                return self.runner.compile(src, tgt, copy, have[0], stream).run
-            fast = not adapter.per_value_owner
-            if device is not None or move is not None or adapter.gpu_present():
-                # where the data lives (and where device= sends it) is read per value
-                fn = self.runner.dispatch(adapter, tgt, copy, device, type(x) if fast else None)
+            if route.kind == STRUCTURE:
+                fn = route.adapter.plan(self, x, target, tgt, device, copy, stream, options)
+            elif route.kind == COMPOSITE:
+                fn = self._composite_plan(route.adapter, tgt, device, copy, stream, options)
             else:
-                compiled = self.runner.compile(src, tgt, copy, have[0], source_type=type(x))
-                fn = compiled.run
-                if compiled.fast is not None and fast:
-                    # this call runs the checked plan; the next makes the fast form
-                    self._keep(x, target, tgt, device, copy,
-                               self._promoting(x, target, tgt, compiled.fast))
-                    return fn
-            if fast:
-                self._keep(x, target, tgt, device, copy, fn)
+                tp = type(x)
+
+                def keep(fn: Convert) -> None:
+                    self.cache.keep(tp, target, tgt, device, copy, fn)
+
+                fn = self.runner.plan(route, copy, stream, tp, keep if kept else None)
+            if kept:
+                self.cache.keep(type(x), target, tgt, device, copy, fn)
             return fn
-
-    def _promoting(self, x: Any, target: str, tgt: str,
-                   make: Callable[[], Convert]) -> Convert:
-        """A kept plan that, on its first call, makes the fast form and keeps it instead
-        (``promote.settle()`` does that at once, returning the fast form)."""
-        def settle() -> Convert:
-            fast = make()
-            self._keep(x, target, tgt, None, None, fast)
-            return fast
-
-        def promote(y: Any) -> Any:
-            return settle()(y)
-
-        promote.settle = settle  # type: ignore[attr-defined]
-        return promote
 
     def leaf_plan(self, x: Any, target: str, device: Any, copy: bool | None,
                   stream: Any, options: dict[str, Any] | None = None) -> Convert:
@@ -223,26 +159,20 @@ class Registry:
         move, a stream, the leaf's own options such as a DALI batch's ``ragged=``, an owner
         decided per value), a call planning each value."""
         per_call = stream is not None or bool(options)
-        kept = None if per_call else self._kept_plan(type(x), target, device, copy)
+        kept = None if per_call else self.cache.get(type(x), target, device, copy)
         if kept is None:
             self.plan_for(x, target, device, copy, stream, options)  # raises if it cannot go
             if per_call:
                 return lambda v: self.plan_for(v, target, device, copy, stream, options)(v)
-            kept = self._kept_plan(type(x), target, device, copy)
+            kept = self.cache.get(type(x), target, device, copy)
             if kept is None:  # not kept: planned per value
                 return lambda v: self.convert(v, target, device=device, copy=copy)
         settle = getattr(kept, "settle", None)
         return settle() if settle is not None else kept
 
-    def _kept_plan(self, tp: type, target: str, device: Any, copy: bool | None
-                   ) -> Convert | None:
-        if device is None and copy is None:
-            return self.plans.get(target, {}).get(tp)
-        return self.other.get((tp, target, device, copy))
-
-    def _table_plan(self, adapter: TableAdapter, x: Any, target: str, tgt: str, device: Any,
-                    copy: bool | None, stream: Any,
-                    options: dict[str, Any] | None) -> Convert:
+    def _composite_plan(self, adapter: TableAdapter, tgt: str, device: Any,
+                        copy: bool | None, stream: Any,
+                        options: dict[str, Any] | None) -> Convert:
         convert, opts = adapter.convert, dict(options or {})
         if stream is not None and adapter.stream:
             opts["stream"] = stream  # its samples' DLPack export takes it
@@ -250,40 +180,6 @@ class Registry:
         def fn(x: Any) -> Any:
             return convert(self, x, tgt, copy=copy, device=device, **opts)
 
-        if not opts:
-            self._keep(x, target, tgt, device, copy, fn)
-        return fn
-
-    def _keep(self, x: Any, target: str, tgt: str, device: Any, copy: bool | None,
-              fn: Convert) -> None:
-        """Keep a plan under the framework's name ``tgt`` and the name as asked
-        (``target``, an alias such as ``"pt"``): aliases share plans."""
-        if device is None and copy is None:
-            self._per_type(target, tgt)[type(x)] = fn
-        else:
-            self.other[(type(x), tgt, device, copy)] = fn
-            if target != tgt:
-                self.other[(type(x), target, device, copy)] = fn
-
-    def _per_type(self, target: str, tgt: str) -> dict[type, Convert]:
-        """``plans[target]``, which is ``plans[tgt]`` itself (one dict per framework)."""
-        per_type = self.plans.get(tgt)
-        if per_type is None:
-            per_type = self.plans[tgt] = {}
-        if target != tgt:
-            self.plans[target] = per_type
-        return per_type
-
-    def _known(self, x: Any, target: str, tgt: str, device: Any,
-               copy: bool | None) -> Convert | None:
-        """The plan kept for ``type(x)`` under the framework's name, now also under the name
-        as asked; ``None`` if there is none yet."""
-        if device is None and copy is None:
-            fn = self.plans.get(tgt, {}).get(type(x))
-        else:
-            fn = self.other.get((type(x), tgt, device, copy))
-        if fn is not None:
-            self._keep(x, target, tgt, device, copy, fn)
         return fn
 
     def declared_options(self) -> dict[str, tuple[str, ...]]:
@@ -302,23 +198,13 @@ class Registry:
         return explain(self, x, target, device, copy, options)
 
 
-def _no_options(reg: Registry, src: str, options: dict[str, Any]) -> InteropError:
-    from .names import unknown_option
-
-    unknown = unknown_option(options, reg.declared_options())
-    if unknown:
-        return InteropError(unknown)
-    return InteropError(f"options {sorted(options)} apply to tables, dataframes, batches of "
-                        f"samples and structures, not to a {src} value")
-
-
 def _converter(reg: Registry) -> Callable[..., Any]:
     """``to_framework`` on ``reg``: a call with no keywords is one dict test, two lookups and
     the plan; any other goes on to the full call, whose name, signature, annotations and
     docstring it carries (``functools.update_wrapper``: ``inspect.signature`` and ``help``
     show the keywords). Keyword-only parameters cost a lookup in ``__kwdefaults__`` each per
     call, so the call without keywords takes ``**options`` only."""
-    plans, other, plan_for = reg.plans, reg.other, reg.plan_for
+    plans, other, plan_for = reg.cache.plain, reg.cache.other, reg.plan_for
 
     def to_framework(x: Any, target: str, *, device: Any = None,
                      copy: bool | None = None, stream: Any = None, **options: Any) -> Any:

@@ -11,11 +11,12 @@ import heapq
 from typing import Any
 
 from .adapters.base import ArrayAdapter, Edge, handover_check
-from .adapters.edge import CAI_VIA
+from .adapters.edge import CAI, DLPACK
 
 DLPACK_COST = 2.2  # on the host, two NumPy steps (1.0 each) beat it
 LEGACY_PENALTY = 2.5  # a versioned-only exporter to a consumer of legacy capsules
 HUB_BONUS = 0.1  # paths through the hub (NumPy on the host, CuPy on a GPU) win ties
+CAI_VIA = "CUDA Array Interface"  # how plans name a CUDA Array Interface step
 
 
 class Routes:
@@ -107,7 +108,8 @@ def dlpack_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float, device: str = "cp
     rules = t.rules if device == "cpu" else t.gpu_rules
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", lambda: convert,
                 check=handover_check(s, rules, t.holds_read_only),
-                hazard=_both(s.export_hazard, t.dlpack_hazard), cost=cost, device=device)
+                hazard=_both(s.export_hazard, t.dlpack_hazard), cost=cost, device=device,
+                protocol=DLPACK)
 
 
 def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
@@ -120,7 +122,7 @@ def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
     return Edge(s.name, t.name, CAI_VIA, lambda: convert,
                 check=handover_check(s, t.gpu_rules, t.holds_read_only),
                 hazard=_both(s.export_hazard, _cai_readonly_hazard(s, t)), cost=cost,
-                device="cuda")
+                device="cuda", protocol=CAI)
 
 
 def _both(first: Any, second: Any) -> Any:

@@ -15,13 +15,11 @@ from .adapters.base import (
     NULLS,
     STEP_COPIES,
     UNSUPPORTED,
-    ArrayAdapter,
     Edge,
     NeedsCopy,
 )
-from .adapters.edge import CAI_VIA
+from .adapters.edge import CAI, DLPACK
 from .errors import (
-    DeviceError,
     FrameworkMissingError,
     InteropError,
     NullsError,
@@ -31,6 +29,7 @@ from .errors import (
 from .protocols import dlpack
 
 if TYPE_CHECKING:
+    from .route import Route
     from .routing import Routes
 
 Convert = Callable[[Any], Any]
@@ -56,11 +55,14 @@ class Runner:
 
     # ---- compiling -----------------------------------------------------------------------
     def compile(self, src: str, tgt: str, copy: bool | None, device: str = "cpu",
-                stream: Any = None, source_type: type | None = None) -> Compiled:
-        """The plan from ``src`` to ``tgt`` on ``device``: its checked steps and, when
-        ``copy`` is ``None`` and a ``source_type`` is given, what makes their fast form
-        (made when asked: a pair converted once never needs it)."""
-        edges = self.routes.route(src, tgt, device)
+                stream: Any = None, source_type: type | None = None,
+                edges: tuple[Edge, ...] | None = None) -> Compiled:
+        """The plan of ``edges`` (by default the route from ``src`` to ``tgt`` on ``device``):
+        its checked steps and, when ``copy`` is ``None`` and a ``source_type`` is given,
+        what makes their fast form (made when asked: a pair converted once never needs
+        it)."""
+        if edges is None:
+            edges = self.routes.route(src, tgt, device)
         if edges is None:
             raise UnsupportedConversionError(
                 f"no conversion path from {src} to {tgt} on {device}")
@@ -89,47 +91,48 @@ class Runner:
 
         return Compiled(tuple(edges), checked[0], fast)
 
-    def dispatch(self, adapter: ArrayAdapter, tgt: str, copy: bool | None, device: Any,
+    def plan(self, route: Route, copy: bool | None, stream: Any = None,
+             source_type: type | None = None,
+             keep: Callable[[Convert], None] | None = None) -> Convert:
+        """The plan of an array ``route`` (of ``EDGES`` or ``MOVE``): the move, a plan that
+        reads each value's device (:meth:`dispatch`), or the compiled route. ``keep``: where
+        the plan is kept for values of ``source_type`` (the fast form is made, from the
+        second value on, only then)."""
+        if route.per_value:
+            return self.dispatch(route, copy, source_type if keep is not None else None)
+        if route.move is not None:
+            name, tgt, move = route.source, route.target, route.move
+            return lambda x: self.move(name, x, tgt, move, copy)
+        if stream is not None:
+            stream = dlpack.stream_argument(stream, dlpack.Device.CUDA)
+        route.raise_no_path()
+        compiled = self.compile(route.source, route.target, copy, route.have[0], stream,
+                                source_type, route.edges)
+        if compiled.fast is None or keep is None:
+            return compiled.run
+        return promoting(compiled.run, compiled.fast, keep)
+
+    def dispatch(self, route: Route, copy: bool | None,
                  source_type: type | None = None) -> Convert:
         """A plan that reads each value's device (for frameworks on host and GPU, and for
-        every ``device=``): one plan per device the values live on, the move ``device=``
-        asks for from there, or the route on that device (its fast form from the second
-        value on, for values of ``source_type``)."""
+        every ``device=``): one plan per device the values live on (the route from there,
+        :meth:`~interop.route.Route.on`), its fast form from the second value on, for
+        values of ``source_type``."""
         plans: dict[tuple[str, int], Convert] = {}
-        target = self.adapters[tgt]
+        device_of = route.adapter.device
 
         def run(x: Any) -> Any:
-            have = adapter.device(x)
+            have = device_of(x)
             fn = plans.get(have)
             if fn is None:
-                fn = plans[have] = self._on_device(adapter, have, tgt, target, copy, device,
-                                                   source_type, plans)
+                def keep(fn: Convert) -> None:
+                    plans[have] = fn
+
+                fn = plans[have] = self.plan(route.on(have), copy, None, source_type,
+                                             keep if source_type is not None else None)
             return fn(x)
 
         return run
-
-    def _on_device(self, adapter: ArrayAdapter, have: tuple[str, int], tgt: str,
-                   target: ArrayAdapter, copy: bool | None, device: Any,
-                   source_type: type | None, plans: dict) -> Convert:
-        """The plan :meth:`dispatch` keeps for values on device ``have``."""
-        move = device_move(adapter, have, target, device)
-        name = adapter.name
-        if move is not None:
-            return lambda x: self.move(name, x, tgt, move, copy)
-        compiled = self.compile(name, tgt, copy, have[0], source_type=source_type)
-        if compiled.fast is None:
-            return compiled.run
-        make, checked = compiled.fast, compiled.run
-
-        def promote(x: Any) -> Any:  # the first value ran the checked plan; now the fast form
-            fast = plans[have] = make()
-            return fast(x)
-
-        def first(x: Any) -> Any:
-            plans[have] = promote
-            return checked(x)
-
-        return first
 
     def _checked_step(self, e: Edge, call: Convert, then: Convert | None, tgt: str,
                       copy: bool | None, device: str, stream: int | None = None) -> Convert:
@@ -155,7 +158,7 @@ class Runner:
         Interface import on it (the consumer waits for the producer's stream)."""
         from dataclasses import replace
 
-        if e.via == CAI_VIA:
+        if e.protocol == CAI:
             export_cai = self.adapters[e.source].export_cai
             from_cai = self.adapters[e.target].from_cai
 
@@ -163,7 +166,7 @@ class Runner:
                 return from_cai(export_cai(x), stream)
 
             return replace(e, converter=lambda: on_stream)
-        if not e.via.startswith("DLPack"):
+        if e.protocol != DLPACK:
             return e
         export = self.adapters[e.source].export_dlpack
         consume = self.adapters[e.target].from_dlpack
@@ -301,34 +304,22 @@ def _identity(x: Any) -> Any:
     return x
 
 
-def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
-                device: Any) -> tuple[str, int | None] | None:
-    """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay.
-    Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
-    current CUDA device: ``("cuda", None)``."""
-    if device is not None:
-        from .devices import parse_device  # loaded by the first device= given
+def promoting(checked: Convert, make: Callable[[], Convert],
+              keep: Callable[[Convert], None]) -> Convert:
+    """The one promoter: a plan that runs ``checked`` on its first value and then, from the
+    next, the fast form ``make()``, made once and handed to ``keep`` (which puts it where the
+    plan is looked up). ``settle()`` makes and keeps the fast form at once, returning it."""
+    def settle() -> Convert:
+        fast = make()
+        keep(fast)
+        return fast
 
-        kind, index = parse_device(device)
-        if kind == have[0] and (index is None or index == have[1]):
-            if tgt.devices == ("cuda",) and have[0] == "cpu":
-                raise DeviceError(
-                    f"{tgt.name} holds CUDA device memory only, but device={device!r} asks "
-                    f"to keep the {src.name} value on the host: pass device=None (the "
-                    "current CUDA device) or device='cuda:N'")
-            device = None
-        else:
-            if kind not in tgt.devices:
-                raise DeviceError(f"{tgt.name} cannot hold data on {device!r} "
-                                  f"(it supports {list(tgt.devices)})")
-            return kind, index or 0
-    if have[0] == "cpu" and tgt.devices == ("cuda",):
-        return "cuda", None  # a device-only target: to the current device, as it would itself
-    if have[0] not in tgt.devices:
-        raise DeviceError(
-            f"the {src.name} value lives on {have[0]}:{have[1]} but {tgt.name} holds "
-            f"{' / '.join(tgt.devices)} memory only: pass device='cpu' to copy it to the host"
-            if tgt.devices == ("cpu",) else
-            f"the {src.name} value lives on {have[0]}:{have[1]}; {tgt.name} holds "
-            f"{list(tgt.devices)} memory: pass device=... to copy it")
-    return None
+    def promote(x: Any) -> Any:
+        return settle()(x)
+
+    def first(x: Any) -> Any:
+        keep(promote)
+        return checked(x)
+
+    first.settle = promote.settle = settle  # type: ignore[attr-defined]
+    return first

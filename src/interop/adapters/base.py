@@ -18,7 +18,7 @@ from ..memo import ARROW_TYPE_ID, memo, memo_by  # noqa: F401 - for the adapters
 from ..protocols import dlpack
 from ..record import record
 from ..view import BufferView
-from .edge import ALIGNED, C_CONTIGUOUS, WRITEABLE, Accepts, Edge, fixed  # noqa: F401
+from .edge import ALIGNED, C_CONTIGUOUS, DLPACK, WRITEABLE, Accepts, Edge, fixed  # noqa: F401
 from .rules import (  # noqa: F401 - for the adapters
     ConsumerRules,
     dtype_obstacle,

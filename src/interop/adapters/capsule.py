@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ..protocols import dlpack
-from .base import ArrayAdapter, ConsumerRules, Edge, fixed
+from .base import DLPACK, ArrayAdapter, ConsumerRules, Edge, fixed
 
 
 def _is_value(x: Any) -> bool:
@@ -51,7 +51,8 @@ def _from_producer(producer: Any) -> Any:
 
 
 def _edges() -> list[Edge]:
-    return [Edge("dlpack", "numpy", "DLPack: interop capsule reader", fixed(dlpack.to_numpy))]
+    return [Edge("dlpack", "numpy", "DLPack: interop capsule reader", fixed(dlpack.to_numpy),
+                 protocol=DLPACK)]
 
 
 ADAPTER = ArrayAdapter(

@@ -8,8 +8,9 @@ from typing import Any
 from ..record import record
 from .verdicts import Check
 
-CAI_VIA = "CUDA Array Interface"
-"""The ``via`` of the CUDA Array Interface edges (the runner orders them for a stream)."""
+DLPACK, CAI = "dlpack", "cai"
+"""The exchange protocols an edge may speak (:attr:`Edge.protocol`): the runner orders a step
+of either on the caller's stream."""
 
 C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x1, 0x100, 0x400
 """NumPy's flag bits (``ndarray.flags.num``), for :attr:`Accepts.flags`."""
@@ -64,6 +65,10 @@ class Edge:
     cost: float = 1.0
     device: str = "cpu"
     """Where the step runs: ``"cpu"`` or ``"cuda"`` (both sides stay on that device)."""
+    protocol: str | None = None
+    """The exchange protocol the step speaks (:data:`DLPACK`, :data:`CAI`): a step that
+    speaks one is ordered on the caller's ``stream=``; ``None``: a framework's own call. The
+    runner reads this, never the display text ``via``."""
 
     def convert(self, x: Any) -> Any:
         """Convert one value (planning and explaining; plans bind :attr:`converter` once)."""

@@ -153,7 +153,7 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
 
     if stream is not None or opts:  # planned for this call only
         return lambda y: make(y)(y)
-    made = reg.structures.setdefault((type(x), target, device, copy, mode), [])
+    made = reg.cache.structures((type(x), target, device, copy, mode))
 
     def convert(y: Any) -> Any:
         if made:
