@@ -7,7 +7,7 @@ rounds in reverse order) and reported as medians:
   for the anchors), written into an existing buffer (``*_out``, against ``np.copyto`` of the
   same bytes into an existing buffer: ``memcpy``) and into a fresh one (against
   ``ndarray.copy``, a memcpy that pays the same page faults: ``memcpy_fresh``); each on the
-  kernel :func:`interop.tables.transpose_kernel` picks (``llvm`` at this size), on it with one
+  kernel :func:`interop.transpose_kernel` picks (``llvm`` at this size), on it with one
   thread (``*_1thread``) and on the NumPy fallback (``*_numpy``);
 - **anchors**: the same conversion the way a user would write it without interop --
   ``numpy.lib.recfunctions.structured_to_unstructured`` plus the transpose copy,
@@ -54,37 +54,15 @@ def _busy_ticks() -> int | None:
 
 
 class _Kernel:
-    """Run a call on one kernel: ``"numpy"`` forces the fallback, ``"1thread"`` runs the
-    chosen kernel on the calling thread only, ``None`` leaves the choice."""
+    """Run a call on one kernel: ``"numpy"`` names the fallback (``kernel="numpy"``),
+    ``"1thread"`` runs the chosen kernel on the calling thread only (``threads=1``), through
+    the calls' own keywords."""
 
-    def __init__(self) -> None:
-        from interop.tables import transpose
+    CHOICES = {"numpy": {"kernel": "numpy"}, "1thread": {"threads": 1}}
 
-        self.t = transpose
-        self.saved = (transpose._KERNEL_MIN_BYTES, transpose._KERNEL_LOADED_MIN_BYTES)
-        self.threads = transpose._THREAD_MIN_BYTES
-
-    def on(self, kernel: str | None, f: Callable[[], Any]) -> Callable[[], Any]:
-        if kernel is None:
-            return f
-        if kernel == "1thread":
-            def one() -> Any:
-                self.t._THREAD_MIN_BYTES = 1 << 62
-                try:
-                    return f()
-                finally:
-                    self.t._THREAD_MIN_BYTES = self.threads
-
-            return one
-
-        def g() -> Any:
-            self.t._KERNEL_MIN_BYTES = self.t._KERNEL_LOADED_MIN_BYTES = 1 << 62
-            try:
-                return f()
-            finally:
-                self.t._KERNEL_MIN_BYTES, self.t._KERNEL_LOADED_MIN_BYTES = self.saved
-
-        return g
+    def on(self, kernel: str, f: Callable[..., Any]) -> Callable[[], Any]:
+        choice = self.CHOICES[kernel]
+        return lambda: f(**choice)
 
 
 def _time(fns: dict[str, Callable[[], Any]], repeat: int) -> tuple[dict[str, list[float]],
@@ -123,7 +101,7 @@ def _bar_shape(nbytes: int, columns: int, repeat: int, kern: _Kernel) -> dict[st
     from numpy.lib import recfunctions as rfn
 
     import interop
-    from interop.tables import transpose_kernel
+    from interop import transpose_kernel
 
     n = nbytes // (4 * columns)
     nbytes = n * 4 * columns
@@ -144,12 +122,13 @@ def _bar_shape(nbytes: int, columns: int, repeat: int, kern: _Kernel) -> dict[st
         "soa_to_aos_out": lambda: interop.soa_to_aos(table, target="numpy", out=rows),
         "aos_to_soa": lambda: interop.aos_to_soa(a),
         "soa_to_aos": lambda: interop.soa_to_aos(table, target="numpy"),
-        "aos_to_soa_out_1thread": kern.on("1thread", lambda: interop.aos_to_soa(a, out=cols)),
-        "soa_to_aos_out_1thread": kern.on("1thread", lambda: interop.soa_to_aos(
-            table, target="numpy", out=rows)),
-        "aos_to_soa_out_numpy": kern.on("numpy", lambda: interop.aos_to_soa(a, out=cols)),
-        "soa_to_aos_out_numpy": kern.on("numpy", lambda: interop.soa_to_aos(
-            table, target="numpy", out=rows)),
+        "aos_to_soa_out_1thread": kern.on("1thread", lambda **k: interop.aos_to_soa(
+            a, out=cols, **k)),
+        "soa_to_aos_out_1thread": kern.on("1thread", lambda **k: interop.soa_to_aos(
+            table, target="numpy", out=rows, **k)),
+        "aos_to_soa_out_numpy": kern.on("numpy", lambda **k: interop.aos_to_soa(a, out=cols, **k)),
+        "soa_to_aos_out_numpy": kern.on("numpy", lambda **k: interop.soa_to_aos(
+            table, target="numpy", out=rows, **k)),
         "numpy_transpose_copy": lambda: np.copyto(cols, a.T),
         "anchor_structured_to_unstructured": lambda: np.ascontiguousarray(
             rfn.structured_to_unstructured(rec).T),
@@ -196,7 +175,7 @@ def _mixed(nbytes: int, fields: int, repeat: int, kern: _Kernel) -> dict[str, An
     import polars as pl
 
     import interop
-    from interop.tables import transpose_kernel
+    from interop import transpose_kernel
 
     types = ["<f8", "<f4", "<i8", "<i4", "<i2", "i1", "?", "<u4"]
     dt = np.dtype([(f"f{j}", types[j % len(types)]) for j in range(fields)], align=True)
@@ -208,8 +187,10 @@ def _mixed(nbytes: int, fields: int, repeat: int, kern: _Kernel) -> dict[str, An
     fns: dict[str, Callable[[], Any]] = {
         "memcpy_fresh": lambda: flat.copy(),
         "aos_to_soa": lambda: interop.aos_to_soa(rec, target="numpy"),
-        "aos_to_soa_1thread": kern.on("1thread", lambda: interop.aos_to_soa(rec, target="numpy")),
-        "aos_to_soa_numpy": kern.on("numpy", lambda: interop.aos_to_soa(rec, target="numpy")),
+        "aos_to_soa_1thread": kern.on("1thread", lambda **k: interop.aos_to_soa(
+            rec, target="numpy", **k)),
+        "aos_to_soa_numpy": kern.on("numpy", lambda **k: interop.aos_to_soa(
+            rec, target="numpy", **k)),
         "anchor_pandas_dataframe": lambda: pd.DataFrame(rec),
         "anchor_polars_from_numpy": lambda: pl.from_numpy(rec),
     }
@@ -235,7 +216,7 @@ def _sweep(shapes: list[tuple[int, int]], repeat: int, kern: _Kernel) -> list[di
     import numpy as np
 
     import interop
-    from interop.tables import transpose_kernel
+    from interop import transpose_kernel
 
     out = []
     for n, c in shapes:
@@ -246,8 +227,8 @@ def _sweep(shapes: list[tuple[int, int]], repeat: int, kern: _Kernel) -> list[di
         dst = aligned_empty(nbytes, "float32")
         fns = {"memcpy": lambda dst=dst, a=a: np.copyto(dst, a.reshape(-1)),
                "kernel": lambda a=a, cols=cols: interop.aos_to_soa(a, target="numpy", out=cols),
-               "numpy": kern.on("numpy", lambda a=a, cols=cols: interop.aos_to_soa(
-                   a, target="numpy", out=cols))}
+               "numpy": kern.on("numpy", lambda a=a, cols=cols, **k: interop.aos_to_soa(
+                   a, target="numpy", out=cols, **k))}
         samples, _ = _time(fns, repeat)
         out.append({"rows": n, "fields": c, "nbytes": nbytes,
                     "kernel": transpose_kernel(nbytes).name,
@@ -339,7 +320,7 @@ def _gpu(nbytes: int, repeat: int) -> dict[str, Any]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    from interop.tables import transpose
+    from interop.transpose import cpu as transpose
 
     kern = _Kernel()
     repeat = 3 if quick else 9
@@ -356,7 +337,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     return {
         **main,
         "cpus": transpose._cpus(),
-        "kernel_min_bytes": transpose._KERNEL_MIN_BYTES,
+        "kernel_min_bytes": transpose.KERNEL_MIN_BYTES,
         "note": ("*_out write into an existing buffer and are compared with memcpy into an "
                  "existing buffer (np.copyto), the others allocate and are compared with memcpy "
                  "into a fresh buffer (ndarray.copy); *_numpy force the NumPy fallback. "

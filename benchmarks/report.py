@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from interop.tables import transpose as _transpose
+from interop.transpose import cpu as _transpose
 
 from . import fmt_bytes
 from .aos_soa import BAR_FIRST_MS, BAR_MIXED, BAR_OUT
@@ -421,15 +421,15 @@ def write(results: dict[str, Any], out: Path, machine: str, with_plots: bool = T
 
 AOS_KERNELS = (
     "## Which kernel runs an AoS <-> SoA transpose\n\n"
-    "`interop.tables.transpose_kernel(nbytes)` says which, and why (one decision, "
-    "`interop/tables/transpose.py`). From "
-    f"{_transpose._KERNEL_MIN_BYTES >> 20} MiB of records on "
-    f"({_transpose._KERNEL_LOADED_MIN_BYTES >> 20} MiB once the kernel is "
-    "loaded in the process), the llvm kernel (`interop/tables/kernels.py`: LLVM IR built with "
+    "`interop.transpose_kernel(nbytes)` says which, and why (one decision, "
+    "`interop/transpose/cpu.py`; `kernel=` names one). From "
+    f"{_transpose.KERNEL_MIN_BYTES >> 20} MiB of records on "
+    f"({_transpose.KERNEL_LOADED_MIN_BYTES >> 20} MiB once the kernel is "
+    "loaded in the process), the llvm kernel (`interop/transpose/llvm.py`: LLVM IR built with "
     "llvmlite and compiled for this CPU; per block of rows, each field's values are staged in "
     "L1 and streamed out with non-temporal stores of whole cache lines while the next block is "
     "prefetched), its pieces of rows shared among the CPUs from "
-    f"{_transpose._THREAD_MIN_BYTES >> 20} MiB on (the kernel runs "
+    f"{_transpose.THREAD_MIN_BYTES >> 20} MiB on (the kernel runs "
     "without the GIL); otherwise, and wherever llvmlite is absent, NumPy's blocked copies (the "
     "`*_numpy` rows of section 4). A smaller transpose never imports llvmlite, and no "
     "transpose imports Numba. The first large transpose of a process pays `import "

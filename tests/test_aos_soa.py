@@ -9,7 +9,7 @@ import torch
 
 import interop
 from interop.errors import InteropError, NullsError, UnsupportedConversionError
-from interop.tables import transpose
+from interop.transpose import cpu as transpose
 
 
 def test_two_d_array_to_table_and_back():

@@ -223,7 +223,7 @@ def test_first_call_loads_only_what_an_array_conversion_needs():
     """The first conversion of an array loads neither the table machinery (columns, build,
     aos), the Plan (explain's), nor the name-suggestion, narrowing and copy helpers; the
     tables still work, loading them on first use."""
-    lazy = ("interop.tables.columns", "interop.tables.build", "interop.tables.aos",
+    lazy = ("interop.tables.columns", "interop.tables.build", "interop.transpose.records",
             "interop.plan", "interop.names", "interop.narrowing", "interop.host")
     code = ("import sys, numpy as np, interop; interop.to_framework(np.arange(3.0), 'numpy'); "
             f"print([m for m in {lazy!r} if m in sys.modules]); "

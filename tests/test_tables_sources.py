@@ -14,8 +14,8 @@ import torch
 
 import interop
 import oracles
+from interop import to_record_batch
 from interop.errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
-from interop.tables import to_record_batch
 
 try:
     import polars as pl
@@ -225,7 +225,7 @@ def test_dict_build_errors():
 
 
 def test_masked_pairs_convert_between_frameworks_and_columns_of():
-    from interop.tables import columns_of
+    from interop import columns_of
 
     t = pa.table({"a": pa.array([1, None, 3]), "f": pa.array([0.5, 1.5, 2.5])})
     cols = interop.to_framework(t, "numpy", nulls="mask")

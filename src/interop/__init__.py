@@ -21,7 +21,8 @@ __version__ = "0.1.0"  # the one place it is written: pyproject.toml reads it (a
 _API = {"can_convert", "explain", "frameworks", "register_converter", "register_framework",
         "shares_memory", "to_framework"}
 _PLAN = {"Plan", "Step"}
-_TABLES = {"aos_to_soa", "soa_to_aos"}
+_TABLES = {"aos_to_soa", "columns_of", "soa_to_aos", "to_arrow_table", "to_record_batch",
+           "transpose_kernel"}
 
 __all__ = sorted(_API | _PLAN | _TABLES
                  | {"InteropError", "NarrowingWarning", "ZeroCopyError", "errors"})
@@ -37,9 +38,9 @@ def __getattr__(name: str):
 
         value = getattr(plan, name)
     elif name in _TABLES:
-        from . import tables
+        from . import tabular
 
-        value = getattr(tables, name)
+        value = getattr(tabular, name)
     elif name == "dask":
         # Block-wise conversion of dask collections; importing it imports dask.
         import importlib

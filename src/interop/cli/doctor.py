@@ -63,10 +63,10 @@ def collect(skip: tuple[str, ...] = ()) -> dict[str, Any]:
 def transpose_status() -> dict[str, Any]:
     """Which kernel a large AoS <-> SoA transpose runs here, and from which size (without
     loading it)."""
-    from interop.tables import transpose
+    from interop.transpose import cpu
 
-    k = transpose.kernel(1 << 40)
-    return {"kernel": k.name, "why": k.why, "from_bytes": transpose._KERNEL_MIN_BYTES}
+    k = cpu.kernel(1 << 40)
+    return {"kernel": k.name, "why": k.why, "from_bytes": cpu.KERNEL_MIN_BYTES}
 
 
 def render(d: dict[str, Any]) -> str:

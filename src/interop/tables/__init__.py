@@ -3,8 +3,9 @@
 ``interop.to_framework(table, "torch")`` gives ``{name: tensor}`` zero-copy per fixed-width
 column (see :mod:`interop.tables.columns` for nulls, chunks, booleans and temporals);
 ``interop.to_framework({"x": t1, "y": t2}, "pyarrow")`` builds a table over the tensors'
-buffers (:mod:`interop.tables.build`); :func:`aos_to_soa` / :func:`soa_to_aos` transpose
-row-major records to columns and back (:mod:`interop.tables.aos`).
+buffers (:mod:`interop.tables.build`). The public table calls (``interop.to_arrow_table``,
+``interop.columns_of``, ...) are :mod:`interop.tabular`'s; the AoS <-> SoA transpose is
+:mod:`interop.transpose`. Nothing here imports the API: the registry is handed in.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from typing import Any
 TABLE_TARGETS = ("pyarrow", "pandas", "polars", "cudf")
 """The table frameworks: a table converted to one of them stays a whole table."""
 
-__all__ = ["Columns", "TablePlan", "aos_to_soa", "soa_to_aos", "transpose_kernel",
-           "to_arrow_table", "to_record_batch", "columns_of"]
+__all__ = ["Columns", "TablePlan"]
 
-_WHERE = {"Columns": "columns", "TablePlan": "columns", "aos_to_soa": "aos",
-          "soa_to_aos": "aos", "transpose_kernel": "aos", "to_arrow_table": "calls",
-          "to_record_batch": "calls", "columns_of": "calls"}
+_WHERE = {"Columns": "columns", "TablePlan": "columns"}
 
 
 def __getattr__(name: str) -> Any:

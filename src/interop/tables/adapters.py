@@ -8,7 +8,7 @@ registry (a :class:`~interop.tables.columns.Columns` dict, one array per column)
 tables, ``"pyarrow"`` (``pa.Table``), ``"pandas"``, ``"polars"`` and ``"cudf"``.
 
 For a table source, the array frameworks that are also table frameworks (pyarrow, pandas,
-polars) give a whole table; ask for single columns with ``interop.tables.columns_of``.
+polars) give a whole table; ask for single columns with ``interop.columns_of``.
 Detection never imports a library: it reads ``sys.modules`` like the array adapters.
 """
 

@@ -8,11 +8,15 @@ hands the columns to Arrow without another copy. ``soa_to_aos`` is the inverse: 
 zero-copy through the registry) into one ``(N, C)`` row-major buffer, or into a structured
 array when ``dtype`` is a structured dtype, handed to the target framework without a copy.
 
-The copy itself is :mod:`interop.tables.transpose`'s: a kernel compiled for this CPU through
-llvmlite for large inputs, NumPy's blocked copies otherwise (:func:`transpose_kernel` says
-which a given size runs, and why; ``benchmarks/aos_soa.py`` measures both against
-``memcpy``). Padding bytes of records written by ``soa_to_aos`` are unspecified (the
-compiled kernel writes zeros).
+The copy itself is :mod:`interop.transpose.cpu`'s: a kernel compiled for this CPU through
+llvmlite for large inputs, NumPy's blocked copies otherwise (``interop.transpose_kernel``
+says which a given size runs, and why; ``kernel=`` names one, ``threads=`` how many threads
+share the rows; ``benchmarks/aos_soa.py`` measures both against ``memcpy``), or, for device
+arrays, :mod:`interop.transpose.cuda`'s. Padding bytes of records written by ``soa_to_aos``
+are unspecified (the compiled kernel writes zeros).
+
+The values are read and handed on through the registry given (``reg.convert``): this
+package never imports the API (the public calls are :mod:`interop.tabular`'s).
 """
 
 from __future__ import annotations
@@ -22,15 +26,7 @@ from typing import Any
 
 from ..errors import InteropError, UnsupportedConversionError
 from ..host import ALIGNMENT, fresh_buffer
-from . import transpose
-from .transpose import Kernel
-
-
-def transpose_kernel(nbytes: int) -> Kernel:
-    """Which kernel (``"llvm"`` or ``"numpy"``) an ``aos_to_soa``/``soa_to_aos`` of
-    ``nbytes`` bytes of records runs, and why (the compiled one is loaded only from a size
-    on)."""
-    return transpose.kernel(nbytes)
+from . import cpu
 
 
 def _homogeneous(dt: Any) -> Any:
@@ -83,11 +79,11 @@ def _check_fields(dt: Any) -> None:
             "sub-arrays); cast them first (e.g. rows.astype(...))")
 
 
-def _check_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
+def _check_out(reg: Any, out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
     """``out`` as a writable NumPy array of ``shape`` and ``dtype`` whose rows are contiguous."""
     import numpy as np
 
-    arr = _as_numpy(out)
+    arr = _as_numpy(reg, out)
     if arr.shape != shape or arr.dtype != np.dtype(dtype):
         raise InteropError(f"out= must be a {what} array of shape {shape} and dtype "
                            f"{np.dtype(dtype)}; got shape {arr.shape}, dtype {arr.dtype}")
@@ -114,12 +110,12 @@ def _names(names: Sequence[str] | None, c: int, shape: tuple[int, ...]) -> list[
     return names
 
 
-def _aos_to_soa_gpu(rows: Any, names: Sequence[str] | None, target: str, out: Any) -> Any:
+def _aos_to_soa_gpu(reg: Any, rows: Any, names: Sequence[str] | None, target: str,
+                    out: Any) -> Any:
     """:func:`aos_to_soa` of an ``(N, C)`` device array: the transpose on its GPU."""
-    from .. import api
-    from . import gpu_transpose
+    from . import cuda
 
-    a = api.to_framework(rows, "cupy")
+    a = reg.convert(rows, "cupy")
     if a.ndim != 2:
         raise InteropError(f"rows on a GPU must be a 2-D (N, C) array (CuPy has no structured "
                            f"dtypes); got shape {a.shape}")
@@ -127,21 +123,19 @@ def _aos_to_soa_gpu(rows: Any, names: Sequence[str] | None, target: str, out: An
         raise UnsupportedConversionError(f"dtype {a.dtype} is not a fixed-width number")
     names = _names(names, a.shape[1], a.shape)
     if out is None:
-        out = gpu_transpose.columns_buffer(a.shape[1], a.shape[0], a.dtype)
+        out = cuda.columns_buffer(a.shape[1], a.shape[0], a.dtype)
     else:
-        out = _check_gpu_out(out, a.shape[::-1], a.dtype, "(C, N)")
-    gpu_transpose.transpose(a, out)
-    return api.to_framework(dict(zip(names, out)), target)
+        out = _check_gpu_out(reg, out, a.shape[::-1], a.dtype, "(C, N)")
+    cuda.transpose(a, out)
+    return reg.convert(dict(zip(names, out)), target)
 
 
-def _check_gpu_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
+def _check_gpu_out(reg: Any, out: Any, shape: tuple[int, int], dtype: Any, what: str) -> Any:
     """``out`` on a GPU as a CuPy array of ``shape`` and ``dtype`` with contiguous rows."""
-    from .. import api
-
     if not _on_gpu(out):
         raise InteropError(f"out= must be on the GPU, as the rows are; got a "
                            f"{type(out).__module__}.{type(out).__qualname__}")
-    arr = api.to_framework(out, "cupy")
+    arr = reg.convert(out, "cupy")
     if arr.shape != shape or arr.dtype != dtype:
         raise InteropError(f"out= must be a {what} array of shape {shape} and dtype {dtype}; "
                            f"got shape {arr.shape}, dtype {arr.dtype}")
@@ -150,18 +144,17 @@ def _check_gpu_out(out: Any, shape: tuple[int, int], dtype: Any, what: str) -> A
     return arr
 
 
-def _as_numpy(rows: Any) -> Any:
+def _as_numpy(reg: Any, rows: Any) -> Any:
     import numpy as np
 
     if isinstance(rows, np.ndarray):
         return rows
-    from .. import api
-
-    return api.to_framework(rows, "numpy")  # zero-copy for CPU arrays the registry reads
+    return reg.convert(rows, "numpy")  # zero-copy for CPU arrays the registry reads
 
 
-def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
-               target: str = "pyarrow", out: Any = None) -> Any:
+def aos_to_soa(reg: Any, rows: Any, names: Sequence[str] | None = None, *,
+               target: str = "pyarrow", out: Any = None, kernel: str | None = None,
+               threads: int | None = None) -> Any:
     """Row-major records -> columns: a ``pyarrow.Table`` by default.
 
     ``rows``: a NumPy structured array (field names are the column names unless ``names``
@@ -171,11 +164,14 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
     then handed on without another (booleans are bit-packed by Arrow, a second copy).
     ``out``: an existing ``(C, N)`` array with contiguous rows to write the columns into
     (reusing it skips the page faults of a fresh buffer; the result then aliases ``out``).
-    Only for 2-D rows and structured arrays of one field type.
+    Only for 2-D rows and structured arrays of one field type. ``kernel``: ``"llvm"`` or
+    ``"numpy"`` (``None``: chosen by size); ``threads``: how many threads share the rows
+    (``None``: every CPU from 16 MiB on).
     """
+    cpu.check_choice(kernel, threads)
     if _on_gpu(rows):
-        return _aos_to_soa_gpu(rows, names, target, out)
-    a = _as_numpy(rows)
+        return _aos_to_soa_gpu(reg, rows, names, target, out)
+    a = _as_numpy(reg, rows)
     if a.dtype.names is not None:
         if a.ndim != 1:
             raise InteropError(f"a structured array of records must be 1-D, got shape {a.shape}")
@@ -193,15 +189,15 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
             if flat is None:
                 raise InteropError("out= needs C-contiguous records whose fields share one "
                                    f"type; got dtype {a.dtype}: drop out=")
-            out = _check_out(out, flat.shape[::-1], ftype, "(C, N)")
+            out = _check_out(reg, out, flat.shape[::-1], ftype, "(C, N)")
         if flat is not None:
             if out is None:
                 out = _columns_buffer(len(fields), len(a), ftype)
-            transpose.rows_to_columns(flat, out)
+            cpu.rows_to_columns(flat, out, kernel, threads)
             cols = list(out)
         else:
             cols = _field_columns(len(a), [a.dtype.fields[f][0] for f in fields])
-            transpose.records_to_columns(a, cols)
+            cpu.records_to_columns(a, cols, kernel, threads)
     else:
         if a.ndim != 2:
             raise InteropError(f"rows must be a structured array or a 2-D (N, C) array; got "
@@ -210,19 +206,17 @@ def aos_to_soa(rows: Any, names: Sequence[str] | None = None, *,
         names = _names(names, c, a.shape)
         _check_fields(a.dtype)
         if out is not None:
-            out = _check_out(out, a.shape[::-1], a.dtype, "(C, N)")
+            out = _check_out(reg, out, a.shape[::-1], a.dtype, "(C, N)")
         else:
             out = _columns_buffer(c, len(a), a.dtype)
-        transpose.rows_to_columns(a, out)
+        cpu.rows_to_columns(a, out, kernel, threads)
         cols = list(out)
-    cols_by_name = dict(zip(names, cols))
-    from .. import api
-
-    return api.to_framework(cols_by_name, target)
+    return reg.convert(dict(zip(names, cols)), target)
 
 
-def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | None = None,
-               dtype: Any = None, out: Any = None) -> Any:
+def soa_to_aos(reg: Any, table: Any, target: str = "torch", *,
+               columns: Sequence[str] | None = None, dtype: Any = None, out: Any = None,
+               kernel: str | None = None, threads: int | None = None) -> Any:
     """Columns -> one row-major ``(N, C)`` array of ``target`` (default torch), one copy.
 
     ``table``: anything :func:`interop.to_framework` reads as a table (pyarrow, pandas,
@@ -233,16 +227,15 @@ def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | No
     its own field names): the result is then a 1-D structured array of ``N`` records
     (``target`` ``"numpy"``). ``out``: an existing writable ``(N, C)`` array with contiguous
     rows (or ``(N,)`` records of the structured ``dtype``) to write into (the result is then
-    ``out`` handed to ``target``).
+    ``out`` handed to ``target``). ``kernel``, ``threads``: as :func:`aos_to_soa`'s.
     """
     import numpy as np
 
-    from .. import api
-
+    cpu.check_choice(kernel, threads)
     opts = {"columns": list(columns)} if columns is not None else {}
     if isinstance(table, dict) and table and all(_on_gpu(v) for v in table.values()):
-        return _soa_to_aos_gpu(table, target, columns, dtype, out)
-    cols = api.to_framework(table, "numpy", **opts)
+        return _soa_to_aos_gpu(reg, table, target, columns, dtype, out)
+    cols = reg.convert(table, "numpy", **opts)
     names = list(cols)
     if not names:
         raise InteropError("the table has no columns")
@@ -259,27 +252,27 @@ def soa_to_aos(table: Any, target: str = "torch", *, columns: Sequence[str] | No
             raise InteropError(f"dtype has {len(dt.names)} fields {list(dt.names)} for "
                                f"{len(arrays)} columns {names}; give one field per column")
         _check_fields(dt)
-        out = fresh_buffer((n,), dt) if out is None else _check_out(out, (n,), dt, "records")
-        transpose.columns_to_records(arrays, out)
+        out = (fresh_buffer((n,), dt) if out is None
+               else _check_out(reg, out, (n,), dt, "records"))
+        cpu.columns_to_records(arrays, out, kernel, threads)
     else:
         if out is None:
             out = fresh_buffer((n, len(arrays)), dt)
         else:
-            out = _check_out(out, (n, len(arrays)), dt, "(N, C)")
-        transpose.columns_to_rows(arrays, out)
-    return api.to_framework(out, target)
+            out = _check_out(reg, out, (n, len(arrays)), dt, "(N, C)")
+        cpu.columns_to_rows(arrays, out, kernel, threads)
+    return reg.convert(out, target)
 
 
-def _soa_to_aos_gpu(table: dict, target: str, columns: Sequence[str] | None, dtype: Any,
-                    out: Any) -> Any:
+def _soa_to_aos_gpu(reg: Any, table: dict, target: str, columns: Sequence[str] | None,
+                    dtype: Any, out: Any) -> Any:
     """:func:`soa_to_aos` of a dict of device columns: the transpose on their GPU."""
     import cupy
 
-    from .. import api
-    from . import gpu_transpose
+    from . import cuda
 
     names = list(columns) if columns is not None else list(table)
-    arrays = [api.to_framework(table[n], "cupy") for n in names]
+    arrays = [reg.convert(table[n], "cupy") for n in names]
     if any(x.ndim != 1 for x in arrays):
         raise InteropError(f"columns {[n for n, x in zip(names, arrays) if x.ndim != 1]} "
                            "are not one-dimensional")
@@ -294,6 +287,6 @@ def _soa_to_aos_gpu(table: dict, target: str, columns: Sequence[str] | None, dty
     if out is None:
         out = cupy.empty((n, len(arrays)), dtype=dt)
     else:
-        out = _check_gpu_out(out, (n, len(arrays)), dt, "(N, C)")
-    gpu_transpose.transpose(gpu_transpose.stack_columns(arrays), out)
-    return api.to_framework(out, target)
+        out = _check_gpu_out(reg, out, (n, len(arrays)), dt, "(N, C)")
+    cuda.transpose(cuda.stack_columns(arrays), out)
+    return reg.convert(out, target)

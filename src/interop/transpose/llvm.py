@@ -1,7 +1,7 @@
 """The compiled AoS <-> SoA transpose: LLVM IR built with llvmlite, compiled for this CPU,
 its machine code cached on disk.
 
-Imported only by :mod:`interop.tables.transpose` when a transpose is large enough to pay for
+Imported only by :mod:`interop.transpose.cpu` when a transpose is large enough to pay for
 loading it; importing this module imports ``llvmlite`` (Numba's code generator, installed
 with Numba), never Numba itself, whose first call costs seconds of registry set-up.
 
@@ -29,11 +29,11 @@ ordinary stores.
 
 The machine code is cached in ``cache_dir()`` keyed by the IR, the CPU and the LLVM
 version; a later process loads it (milliseconds) instead of compiling (about half a second).
+The functions' arguments are declared once, in :mod:`interop.transpose.abi`.
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 from collections.abc import Iterator
@@ -42,6 +42,8 @@ from typing import Any, NamedTuple
 
 import llvmlite.binding as llvm
 from llvmlite import ir
+
+from . import abi
 
 LINE = 64
 UNIFORM = {"gather": (1, 2, 4, 8), "scatter": (2, 4, 8)}
@@ -55,9 +57,9 @@ _I1, _I8, _I32, _I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(
 _P8 = _I8.as_pointer()
 _VEC = ir.VectorType(_I64, 4)  # 32 bytes: two stores fill a line
 _WIDTHS = (1, 2, 4, 8, 16)  # field widths copied with one load and one store per value
-_ARGTYPES = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-             ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+_KINDS = {abi.BYTES: _P8, abi.INT: _I64, abi.INTS: _I64.as_pointer(),
+          abi.POINTERS: _P8.as_pointer()}
+"""The IR type of each kind of argument of :data:`interop.transpose.abi.ARGS`."""
 
 
 def _i64(v: int) -> ir.Constant:
@@ -206,14 +208,16 @@ class _Builder:
         b.branch(end)
         b.position_at_end(end)
 
-    def _function(self, name: str) -> tuple[ir.IRBuilder, list[Any]]:
-        fn = ir.FunctionType(ir.VoidType(), [_P8, _I64, _I64.as_pointer(), _I64.as_pointer(),
-                                             _I64.as_pointer(), _P8.as_pointer(), _I64, _I64,
-                                             _I64, _I64, _I64, _P8, _I64, _I64])
-        f = ir.Function(self.module, fn, name)
-        for a in (*f.args[2:6], f.args[11]):
-            a.add_attribute("noalias")
-        return ir.IRBuilder(f.append_basic_block()), list(f.args)
+    def _function(self, name: str) -> tuple[ir.IRBuilder, Any]:
+        """An exported function of the calling convention :mod:`interop.transpose.abi`
+        declares, and its arguments by name (an :class:`~interop.transpose.abi.Call`)."""
+        f = ir.Function(self.module, ir.FunctionType(ir.VoidType(), abi.ir_types(_KINDS)),
+                        name)
+        for (arg, _), a in zip(abi.ARGS, f.args):
+            a.name = arg
+            if arg in abi.NOALIAS:
+                a.add_attribute("noalias")
+        return ir.IRBuilder(f.append_basic_block()), abi.Call(*f.args)
 
     @staticmethod
     def _chunks(b: ir.IRBuilder, start: Any, stop: Any, size: Any, r0: Any, line_rows: Any,
@@ -228,17 +232,22 @@ class _Builder:
 
         return _steps(b, start, stop, following, name)
 
-    def _transposed(self, b: ir.IRBuilder, vectors: list[Any], lanes: list[int]) -> Any:
-        """The lanes ``lanes`` of the concatenation of ``vectors`` (equal types, a power of
-        two of them): one shuffle of a concatenation tree, which LLVM lowers to a few
-        unpack/permute instructions."""
-        size = vectors[0].type.count
-        while len(vectors) > 1:
+    @staticmethod
+    def _tile(b: ir.IRBuilder, rows: list[Any], store: Any) -> None:
+        """The register tile of both directions: ``rows`` (a power of two of vectors of one
+        type, ``n`` lanes each) transposed, ``store(k, vector)`` for each of the ``n``
+        columns (lane ``k`` of every row, in order). Each column is one shuffle of a
+        concatenation tree of the rows, which LLVM lowers to a few unpack/permute
+        instructions."""
+        width, count = rows[0].type.count, len(rows)
+        size, joined = width, rows
+        while len(joined) > 1:
             both = ir.Constant(ir.VectorType(_I32, 2 * size), list(range(2 * size)))
-            vectors = [b.shuffle_vector(x, y, both) for x, y in zip(vectors[0::2], vectors[1::2])]
+            joined = [b.shuffle_vector(x, y, both) for x, y in zip(joined[0::2], joined[1::2])]
             size *= 2
-        return b.shuffle_vector(vectors[0], vectors[0],
-                                ir.Constant(ir.VectorType(_I32, len(lanes)), lanes))
+        for k in range(width):
+            lanes = ir.Constant(ir.VectorType(_I32, count), [i * width + k for i in range(count)])
+            store(k, b.shuffle_vector(joined[0], joined[0], lanes))
 
     def _rest(self, b: ir.IRBuilder, side: str, nf: Any, whole: Any, lo: Any, hi: Any,
               copy: Any) -> None:
@@ -253,8 +262,11 @@ class _Builder:
         of the tile go to its part of the stage (``block`` values from byte ``places[f]``);
         then each field's part streams to its column. With ``w``, every field is ``w`` bytes
         at ``f*w``: 8 fields by ``32/w`` rows at a time are transposed in registers."""
-        b, (src, stride, offsets, sizes, places, columns, nf, i0, i1, r0, line_rows, stage,
-            tile, block) = self._function(f"gather{w or ''}")
+        b, a = self._function(f"gather{w or ''}")
+        src, stride, offsets, sizes, places = a.base, a.row_stride, a.offsets, a.sizes, a.places
+        columns, nf, i0, i1, stage, tile, block = (a.columns, a.fields, a.i0, a.i1, a.stage,
+                                                   a.tile, a.block)
+        r0, line_rows = a.r0, a.line_rows
         with self._chunks(b, i0, i1, block, r0, line_rows, "b") as (b0, b1):
             with _loop(b, b0, b1, tile, "t") as t0:
                 m = b.sub(_min(b, b.add(t0, tile), b1), t0)
@@ -269,12 +281,14 @@ class _Builder:
                             at = b.gep(row, [b.add(b.mul(r, stride), b.mul(j0, _i64(w)))])
                             got = [b.load(b.bitcast(b.gep(at, [b.mul(_i64(i), stride)]),
                                                     fields), align=1) for i in range(rows)]
-                            for g in range(8):
-                                col = self._transposed(b, got, [i * 8 + g for i in range(rows)])
+
+                            def to_stage(g: int, col: Any, j0: Any = j0, r: Any = r) -> None:
                                 place = b.load(b.gep(places, [b.add(j0, _i64(g))]))
                                 to = b.gep(stage, [b.add(place, b.mul(b.add(b.sub(t0, b0), r),
                                                                       _i64(w)))])
                                 b.store(col, b.bitcast(to, col.type.as_pointer()), align=1)
+
+                            self._tile(b, got, to_stage)
 
                 def copy(f: Any, first: Any, count: Any) -> None:
                     off, size = b.load(b.gep(offsets, [f])), b.load(b.gep(sizes, [f]))
@@ -298,8 +312,10 @@ class _Builder:
         field's values are written into their place in the staged records, which then
         stream to the output. With ``w``, every field is ``w`` bytes at ``f*w``: 8 fields by
         ``32/w`` rows at a time are transposed in registers."""
-        b, (dst, stride, offsets, sizes, _places, columns, nf, i0, i1, r0, line_rows, stage,
-            _tile, block) = self._function(f"scatter{w or ''}")
+        b, a = self._function(f"scatter{w or ''}")
+        dst, stride, offsets, sizes, columns = a.base, a.row_stride, a.offsets, a.sizes, a.columns
+        nf, i0, i1, r0, line_rows, stage, block = (a.fields, a.i0, a.i1, a.r0, a.line_rows,
+                                                   a.stage, a.block)
         b.call(self.memset, [stage, ir.Constant(_I8, 0), b.mul(block, stride),
                              ir.Constant(_I1, 0)])
         with self._chunks(b, i0, i1, block, r0, line_rows, "k") as (k0, k1):
@@ -316,10 +332,12 @@ class _Builder:
                         got = [b.load(b.bitcast(b.gep(b.load(b.gep(columns, [b.add(j0, _i64(g))])),
                                                       [at]), values), align=1)
                                for g in range(8)]
-                        for i in range(rows):
-                            rec = self._transposed(b, got, [g * rows + i for g in range(8)])
+
+                        def to_stage(i: int, rec: Any, r: Any = r, off: Any = off) -> None:
                             to = b.gep(stage, [b.add(b.mul(b.add(r, _i64(i)), stride), off)])
                             b.store(rec, b.bitcast(to, rec.type.as_pointer()), align=1)
+
+                        self._tile(b, got, to_stage)
 
             def copy(f: Any, first: Any, count: Any) -> None:
                 off, size = b.load(b.gep(offsets, [f])), b.load(b.gep(sizes, [f]))
@@ -369,14 +387,17 @@ def cache_dir() -> str:
 
 def load() -> Compiled:
     """Load the machine code from the cache, or compile the module for this CPU (and save
-    it). The cache key is this file's source (which writes the IR), the CPU and the LLVM
-    version, so a cached load does not even build the IR (80 ms in Python)."""
+    it). The cache key is the source that writes the IR (this file and
+    :mod:`~interop.transpose.abi`), the CPU and the LLVM version, so a cached load does not
+    even build the IR (80 ms in Python)."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     triple = llvm.get_process_triple()
     cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-    with open(__file__, "rb") as f:
-        source = f.read()
+    source = b""
+    for path in (__file__, abi.__file__):  # the code that writes the IR
+        with open(path, "rb") as f:
+            source += f.read()
     key = hashlib.sha256(b"\0".join([source, triple.encode(), cpu.encode(), features.encode(),
                                      ".".join(map(str, llvm.llvm_version_info)).encode()]))
     path = os.path.join(cache_dir(), f"transpose-{key.hexdigest()[:24]}.o")
@@ -395,7 +416,7 @@ def load() -> Compiled:
     engine.set_object_cache(lambda _m, data: _write(path, data),
                             lambda _m: cached)
     engine.finalize_object()
-    proto = ctypes.CFUNCTYPE(None, *_ARGTYPES)
+    proto = abi.prototype()
     names = [d + str(w or "") for d, widths in UNIFORM.items() for w in (None, *widths)]
     addresses = {n: engine.get_function_address(n) for n in names}
     if not all(addresses.values()):

@@ -1,6 +1,6 @@
 """AoS <-> SoA on a GPU: one CuPy ``RawKernel``, a tiled transpose through shared memory.
 
-Used by :mod:`interop.tables.aos` for device arrays (CuPy, torch CUDA tensors, Numba device
+Used by :mod:`interop.transpose.records` for device arrays (CuPy, torch CUDA tensors, Numba device
 arrays: anything with ``__cuda_array_interface__``), read zero-copy as CuPy arrays. The
 records are an ``(N, C)`` array of one type (CuPy has no structured dtypes); the columns
 one ``(C, N)`` array. Each block of 32 x 8 threads moves a 32 x 32 tile: read along rows

@@ -1,25 +1,28 @@
-"""The copies behind ``aos_to_soa`` / ``soa_to_aos``: which kernel runs, and each kernel.
+"""The copies behind ``aos_to_soa`` / ``soa_to_aos`` on the host: which kernel runs, and each
+kernel.
 
-Two kernels do the same copies, one decision (:func:`kernel`) picks one per call:
+Two kernels do the same copies, one decision (:func:`kernel`) picks one per call (or runs
+the one the caller names: ``kernel="llvm"`` / ``"numpy"``):
 
-- **llvm**: :mod:`interop.tables.kernels`, loops over blocks of rows compiled for this CPU
+- **llvm**: :mod:`interop.transpose.llvm`, loops over blocks of rows compiled for this CPU
   through llvmlite (Numba's code generator, without Numba). Each record is read once and
   each column written once with non-temporal stores of whole cache lines, as ``memcpy``
   writes, so it runs near ``memcpy`` speed; the rows are shared among the CPUs from
-  ``_THREAD_MIN_BYTES`` on. Loading it costs ``import llvmlite`` and the machine code from
-  the on-disk cache, about a tenth of a second (compiling it, once per machine and llvmlite
-  version, half a second more), so it runs only from ``_KERNEL_MIN_BYTES`` of data on, or
-  from ``_KERNEL_LOADED_MIN_BYTES`` once it is loaded in the process; a smaller transpose
-  never imports llvmlite.
+  ``THREAD_MIN_BYTES`` on (or among ``threads=`` threads). Loading it costs
+  ``import llvmlite`` and the machine code from the on-disk cache, about a tenth of a
+  second (compiling it, once per machine and llvmlite version, half a second more), so it
+  runs only from ``KERNEL_MIN_BYTES`` of data on, or from ``KERNEL_LOADED_MIN_BYTES`` once
+  it is loaded in the process; a smaller transpose never imports llvmlite.
 - **numpy**: the fallback (llvmlite absent or broken, small inputs, columns that need a
   cast, records wider than the kernel's stage): the same blocks of rows copied by NumPy
   slice assignments, each block read once while in cache, shared among the CPUs from
-  ``_THREAD_MIN_BYTES`` on (NumPy releases the GIL while it copies a block). Every element
+  ``THREAD_MIN_BYTES`` on (NumPy releases the GIL while it copies a block). Every element
   is a strided read or write and every written line is read first, so it reaches about
   half of ``memcpy`` speed.
 
 Every copy here goes from NumPy arrays to NumPy arrays that the caller has checked
-(:mod:`interop.tables.aos`); columns are 1-D and contiguous where a kernel writes them.
+(:mod:`interop.transpose.records`); columns are 1-D and contiguous where a kernel writes
+them. The compiled kernels' arguments are :class:`interop.transpose.abi.Call`'s.
 """
 
 from __future__ import annotations
@@ -30,16 +33,19 @@ from collections.abc import Callable, Sequence
 from math import gcd
 from typing import Any, NamedTuple
 
+from ..errors import InteropError
+from . import abi
+
 MiB = 1 << 20
-_KERNEL_MIN_BYTES = 16 * MiB
+KERNEL_MIN_BYTES = 16 * MiB
 """From this many bytes the llvm kernel runs, loading it if it is not loaded yet: loading
 costs about 0.1 s (docs/performance.md), a 16 MiB transpose runs 1.4 ms faster than NumPy's
 and a 64 MiB one 12 ms, so the load pays back within some 70 calls of this size, a short
 pipeline's run; a smaller call saves too little."""
-_KERNEL_LOADED_MIN_BYTES = 4 * MiB
+KERNEL_LOADED_MIN_BYTES = 4 * MiB
 """Once the llvm kernel is loaded in this process, it runs from this size on: below it,
 NumPy's copy is as fast (its fixed cost is lower)."""
-_THREAD_MIN_BYTES = 16 * MiB  # from here on the blocks of rows go to every CPU
+THREAD_MIN_BYTES = 16 * MiB  # from here on the blocks of rows go to every CPU
 _PIECE_BYTES = 4 * MiB  # llvm kernel: bytes of records per piece a thread takes
 _BLOCK_BYTES = 4096
 """llvm kernel: bytes of records per block, staged in L1 and streamed out while the next
@@ -55,6 +61,10 @@ _llvm: dict[str, Any] = {}  # "kernels": the loaded kernels, or "error": why the
 _stages = threading.local()  # each thread's staging buffer for the llvm kernel
 
 
+KERNELS = ("llvm", "numpy")
+"""The kernels a caller may name (``kernel=``); ``None`` lets :func:`kernel` choose by size."""
+
+
 class Kernel(NamedTuple):
     """Which kernel a transpose of ``nbytes`` runs (``"llvm"`` or ``"numpy"``) and why."""
 
@@ -62,19 +72,35 @@ class Kernel(NamedTuple):
     why: str
 
 
+def check_choice(kernel: str | None, threads: int | None) -> None:
+    """Refuse a ``kernel=`` or ``threads=`` that no transpose takes, naming the fix."""
+    if kernel is not None and kernel not in KERNELS:
+        raise InteropError(f"kernel={kernel!r}: use 'llvm' (the compiled kernel), 'numpy' "
+                           "(NumPy's blocked copies) or None (chosen by size)")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise InteropError(f"threads={threads!r}: give a number of threads (1 or more), or "
+                           "None (every CPU from 16 MiB on)")
+
+
 def kernel(nbytes: int, cast: bool = False, row_stride: int | None = None,
-           record_bytes: int = 1) -> Kernel:
+           record_bytes: int = 1, choice: str | None = None) -> Kernel:
     """The kernel a transpose of ``nbytes`` bytes runs, and why: the one place that decides.
     ``cast``: some column is of another type than its place in the records, or not
     contiguous (the llvm kernel copies bytes; NumPy's assignment casts and strides);
     ``row_stride``: bytes from one record to the next (``None``: unknown, taken as ordinary
-    records), ``record_bytes``: the bytes one record spans."""
+    records), ``record_bytes``: the bytes one record spans. ``choice``: the kernel the
+    caller names (``None``: by size); ``"llvm"`` still gives way to NumPy where the compiled
+    kernel cannot copy the layout or cannot load, and says why."""
+    check_choice(choice, None)
+    if choice == "numpy":
+        return Kernel("numpy", "kernel='numpy' asks for NumPy's blocked copies")
     if cast:
         return Kernel("numpy", "a column differs in type from its place in the records, or "
                       "is not contiguous: NumPy's assignment casts it")
     loaded = "kernels" in _llvm
-    least = _KERNEL_LOADED_MIN_BYTES if loaded else _KERNEL_MIN_BYTES
-    if nbytes < least:
+    least = KERNEL_LOADED_MIN_BYTES if loaded else KERNEL_MIN_BYTES
+    if choice is None and nbytes < least:
         return Kernel("numpy", f"{nbytes} bytes is under the {least} bytes from which the "
                       "compiled kernel pays for " + ("itself" if loaded else
                                                      "loading it (llvmlite and the compiled "
@@ -96,22 +122,23 @@ def kernel(nbytes: int, cast: bool = False, row_stride: int | None = None,
                       "the compiled kernel takes records that do not overlap, in order of "
                       f"address, at most {_RECORD_MAX} bytes apart; NumPy copies each field "
                       "as one block")
-    return Kernel("llvm", f"{nbytes} bytes: the compiled kernel (LLVM through llvmlite, "
+    why = "kernel='llvm' asks for" if choice == "llvm" else f"{nbytes} bytes:"
+    return Kernel("llvm", f"{why} the compiled kernel (LLVM through llvmlite, "
                   "non-temporal stores)" + ("" if loaded else ", loading it now (once a "
                                              "process)"))
 
 
-def _kernels(nbytes: int, cast: bool = False, row_stride: int | None = None,
-             record_bytes: int = 1) -> Any:
+def _kernels(nbytes: int, cast: bool, row_stride: int, record_bytes: int,
+             choice: str | None) -> Any:
     """The loaded llvm kernels if :func:`kernel` picks them, else ``None``."""
-    if kernel(nbytes, cast, row_stride, record_bytes).name != "llvm":
+    if kernel(nbytes, cast, row_stride, record_bytes, choice).name != "llvm":
         return None
     k = _llvm.get("kernels")
     if k is None:
         try:
-            from . import kernels
+            from . import llvm
 
-            k = kernels.load()
+            k = llvm.load()
         except Exception as e:  # a broken install: say so in kernel(), copy with NumPy
             _llvm["error"] = f"the compiled kernel failed to load ({type(e).__name__}: {e})"
             return None
@@ -121,26 +148,34 @@ def _kernels(nbytes: int, cast: bool = False, row_stride: int | None = None,
 
 def _run(fn: Any, base: int, row_stride: int, offsets: Sequence[int], sizes: Sequence[int],
          columns: Sequence[Any], n: int, r0: int, line_rows: int, tile: int,
-         block: int) -> None:
+         block: int, threads: int | None) -> None:
     """``fn`` (gather or scatter) over rows ``[0, n)``, in pieces that start on a line of the
-    output (``r0`` modulo ``line_rows``), on every CPU from ``_THREAD_MIN_BYTES`` on."""
+    output (``r0`` modulo ``line_rows``), on every CPU from ``THREAD_MIN_BYTES`` on (or on
+    ``threads`` threads, a block per piece)."""
     import numpy as np
 
     widths = np.asarray(sizes, np.int64)
     places = block * (np.cumsum(widths) - widths)  # gather: each field's part of the stage
     offs = np.asarray(offsets, np.int64)
     addr = np.array([x.ctypes.data for x in columns], np.int64)
-    head = (base, row_stride, offs.ctypes.data, widths.ctypes.data, places.ctypes.data,
-            addr.ctypes.data, len(offs))
+    call = abi.Call(base=base, row_stride=row_stride, offsets=offs.ctypes.data,
+                    sizes=widths.ctypes.data, places=places.ctypes.data,
+                    columns=addr.ctypes.data, fields=len(offs), i0=0, i1=n, r0=r0,
+                    line_rows=line_rows, stage=0, tile=tile, block=block)
     stage_bytes = block * max(row_stride, int(widths.sum()))
     nbytes = n * row_stride
-    step = max(block, _PIECE_BYTES // max(row_stride, 1) // block * block)
-    cuts = [0, *range(r0 + step, n, step), n] if nbytes >= _THREAD_MIN_BYTES else [0, n]
+    if threads is not None:
+        step = block if threads > 1 else n
+    elif nbytes >= THREAD_MIN_BYTES:
+        step = max(block, _PIECE_BYTES // max(row_stride, 1) // block * block)
+    else:
+        step = n
+    cuts = [0, *range(r0 + step, n, step), n] if step < n else [0, n]
 
     def piece(i: int, j: int) -> None:
-        fn(*head, i, j, r0, line_rows, _stage(stage_bytes), tile, block)
+        fn(*call._replace(i0=i, i1=j, stage=_stage(stage_bytes)))
 
-    _run_pieces(list(zip(cuts, cuts[1:])), nbytes, piece)
+    _run_pieces(list(zip(cuts, cuts[1:])), nbytes, piece, threads)
 
 
 def _stage(nbytes: int) -> int:
@@ -178,20 +213,22 @@ def _uniform(offsets: Sequence[int], sizes: Sequence[int]) -> int | None:
 
 
 def _gather(k: Any, base: int, row_stride: int, offsets: Sequence[int],
-            sizes: Sequence[int], columns: Sequence[Any], n: int) -> None:
+            sizes: Sequence[int], columns: Sequence[Any], n: int, threads: int | None) -> None:
     """Records -> columns: blocks start on a line of column 0 (the others match it when
     they share its alignment, as fresh aligned columns and the rows of one array do)."""
     _run(k.pick("gather", _uniform(offsets, sizes)), base, row_stride, offsets, sizes,
          columns, n, _phase(columns[0].ctypes.data, int(sizes[0])), _LINE,
-         max(1, _TILE_BYTES // max(row_stride, 1)), _block(row_stride, _LINE))
+         max(1, _TILE_BYTES // max(row_stride, 1)), _block(row_stride, _LINE), threads)
 
 
 def _scatter(k: Any, base: int, row_stride: int, offsets: Sequence[int],
-             sizes: Sequence[int], columns: Sequence[Any], n: int) -> None:
+             sizes: Sequence[int], columns: Sequence[Any], n: int,
+             threads: int | None) -> None:
     """Columns -> records: blocks of whole records that start on a line of the output."""
     line_rows = _LINE // gcd(row_stride, _LINE)
     _run(k.pick("scatter", _uniform(offsets, sizes)), base, row_stride, offsets, sizes,
-         columns, n, _phase(base, row_stride), line_rows, 1, _block(row_stride, line_rows))
+         columns, n, _phase(base, row_stride), line_rows, 1, _block(row_stride, line_rows),
+         threads)
 
 
 def _contiguous(x: Any) -> bool:
@@ -201,44 +238,48 @@ def _contiguous(x: Any) -> bool:
 
 # ---- the four copies --------------------------------------------------------------------
 
-def rows_to_columns(a: Any, out: Any) -> None:
+def rows_to_columns(a: Any, out: Any, kernel: str | None = None,
+                    threads: int | None = None) -> None:
     """``out[j, i] = a[i, j]``: an ``(N, C)`` array into a ``(C, N)`` one of the same dtype
     whose rows are contiguous."""
     n, c = a.shape
     if n == 0 or c == 0:
         return
-    k = _kernels(a.size * a.itemsize, False, a.strides[0], c * a.itemsize)
+    k = _kernels(a.size * a.itemsize, False, a.strides[0], c * a.itemsize, kernel)
     if k is None:
         def copy(i: int, j: int) -> None:
             out[:, i:j] = a[i:j].T
 
-        _run_blocks(n, _block_rows(c * a.itemsize), a.size * a.itemsize, copy)
+        _run_blocks(n, c * a.itemsize, copy, threads)
         return
     _gather(k, a.ctypes.data, a.strides[0], [j * a.strides[1] for j in range(c)],
-            [a.itemsize] * c, list(out), n)
+            [a.itemsize] * c, list(out), n, threads)
 
 
-def records_to_columns(rows: Any, cols: Sequence[Any]) -> None:
+def records_to_columns(rows: Any, cols: Sequence[Any], kernel: str | None = None,
+                       threads: int | None = None) -> None:
     """Each field of the 1-D structured array ``rows`` into its contiguous column."""
     names = rows.dtype.names
     n = len(rows)
     if n == 0:
         return
-    k = _kernels(n * rows.dtype.itemsize, False, rows.strides[0], rows.dtype.itemsize)
+    k = _kernels(n * rows.dtype.itemsize, False, rows.strides[0], rows.dtype.itemsize,
+                 kernel)
     if k is None:
         def copy(i: int, j: int) -> None:
             blk = rows[i:j]
             for name, col in zip(names, cols):
                 col[i:j] = blk[name]
 
-        _run_blocks(n, _block_rows(rows.dtype.itemsize), n * rows.dtype.itemsize, copy)
+        _run_blocks(n, rows.dtype.itemsize, copy, threads)
         return
     fields = [rows.dtype.fields[name] for name in names]
     _gather(k, rows.ctypes.data, rows.strides[0], [f[1] for f in fields],
-            [f[0].itemsize for f in fields], cols, n)
+            [f[0].itemsize for f in fields], cols, n, threads)
 
 
-def columns_to_rows(arrays: Sequence[Any], out: Any) -> None:
+def columns_to_rows(arrays: Sequence[Any], out: Any, kernel: str | None = None,
+                    threads: int | None = None) -> None:
     """``out[:, j] = arrays[j]``: 1-D columns into an ``(N, C)`` array whose rows are
     contiguous (columns of another dtype are cast as NumPy assignment casts)."""
     n, c = out.shape
@@ -246,20 +287,21 @@ def columns_to_rows(arrays: Sequence[Any], out: Any) -> None:
         return
     dt = out.dtype
     cast = not all(x.dtype == dt and _contiguous(x) for x in arrays)
-    k = _kernels(out.size * dt.itemsize, cast, out.strides[0], c * dt.itemsize)
+    k = _kernels(out.size * dt.itemsize, cast, out.strides[0], c * dt.itemsize, kernel)
     if k is None:
         def copy(i: int, j: int) -> None:
             blk = out[i:j]
             for col, x in enumerate(arrays):
                 blk[:, col] = x[i:j]
 
-        _run_blocks(n, _block_rows(c * dt.itemsize), out.size * dt.itemsize, copy)
+        _run_blocks(n, c * dt.itemsize, copy, threads)
         return
     _scatter(k, out.ctypes.data, out.strides[0], [j * dt.itemsize for j in range(c)],
-             [dt.itemsize] * c, arrays, n)
+             [dt.itemsize] * c, arrays, n, threads)
 
 
-def columns_to_records(arrays: Sequence[Any], out: Any) -> None:
+def columns_to_records(arrays: Sequence[Any], out: Any, kernel: str | None = None,
+                       threads: int | None = None) -> None:
     """Column ``j`` into field ``j`` of the 1-D structured array ``out`` (cast as NumPy
     assignment casts where its dtype differs from the field's)."""
     names = out.dtype.names
@@ -268,17 +310,18 @@ def columns_to_records(arrays: Sequence[Any], out: Any) -> None:
         return
     fields = [out.dtype.fields[name] for name in names]
     cast = not all(x.dtype == f[0] and _contiguous(x) for x, f in zip(arrays, fields))
-    k = _kernels(n * out.dtype.itemsize, cast, out.strides[0], out.dtype.itemsize)
+    k = _kernels(n * out.dtype.itemsize, cast, out.strides[0], out.dtype.itemsize,
+                 kernel)
     if k is None:
         def copy(i: int, j: int) -> None:
             blk = out[i:j]
             for name, x in zip(names, arrays):
                 blk[name] = x[i:j]
 
-        _run_blocks(n, _block_rows(out.dtype.itemsize), n * out.dtype.itemsize, copy)
+        _run_blocks(n, out.dtype.itemsize, copy, threads)
         return
     _scatter(k, out.ctypes.data, out.strides[0], [f[1] for f in fields],
-             [f[0].itemsize for f in fields], arrays, n)
+             [f[0].itemsize for f in fields], arrays, n, threads)
 
 
 # ---- the NumPy kernel's blocks and threads ----------------------------------------------
@@ -306,17 +349,26 @@ def _executor(workers: int) -> Any:
     return _pool[2]
 
 
-def _run_blocks(n: int, step: int, nbytes: int, copy: Callable[[int, int], None]) -> None:
-    """``copy(i, i + step)`` for every block of rows ``i`` in ``range(0, n, step)``."""
-    _run_pieces([(i, min(i + step, n)) for i in range(0, n, step)], nbytes, copy)
+def _run_blocks(n: int, row_bytes: int, copy: Callable[[int, int], None],
+                threads: int | None) -> None:
+    """``copy(i, j)`` for every block of rows ``[i, j)`` of ``[0, n)``: blocks of
+    :func:`_block_rows`, or with ``threads`` given, at least four a thread."""
+    step = _block_rows(row_bytes)
+    if threads is not None and threads > 1:
+        step = min(step, -(-n // (4 * threads)))
+    _run_pieces([(i, min(i + step, n)) for i in range(0, n, step)], n * row_bytes, copy,
+                threads)
 
 
 def _run_pieces(pieces: Sequence[tuple[int, int]], nbytes: int,
-                copy: Callable[[int, int], None]) -> None:
+                copy: Callable[[int, int], None], threads: int | None = None) -> None:
     """``copy(i, j)`` for every piece of rows: on the calling thread for fewer than
-    ``_THREAD_MIN_BYTES``, else on every CPU, each thread taking the next piece until none is
-    left (a thread slowed by other load just takes fewer)."""
-    threads = min(_cpus(), len(pieces)) if nbytes >= _THREAD_MIN_BYTES else 1
+    ``THREAD_MIN_BYTES``, else on every CPU (or on ``threads`` threads, whatever the
+    size), each thread taking the next piece until none is left (a thread slowed by other
+    load just takes fewer)."""
+    if threads is None:
+        threads = _cpus() if nbytes >= THREAD_MIN_BYTES else 1
+    threads = min(threads, len(pieces))
     if threads <= 1:
         for i, j in pieces:
             copy(i, j)
