@@ -55,8 +55,9 @@ def _views(x: Any) -> list:
     if isinstance(adapter, StructureAdapter):
         return [v for leaf in adapter.leaves(REGISTRY, x) for v in _views(leaf)]
     if not isinstance(adapter, ArrayAdapter):
-        parts = getattr(adapter, "parts", None)
-        return [v for part in parts(x) for v in _views(part)] if parts is not None else []
+        take = getattr(adapter, "parts", None)
+        return ([v for _, part in take(x).arrays for v in _views(part)] if take is not None
+                else [])
     parts = adapter.chunks(x) if adapter.chunks is not None else None
     if parts is not None:
         return [v for part in parts for v in _views(part)]

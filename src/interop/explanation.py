@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import devices
+from . import composite, devices
 from .adapters.base import NEEDS_COPY, NULLS, UNSUPPORTED, NeedsCopy
 from .errors import FrameworkMissingError, InteropError, NullsError
 from .plan import Plan, Step
@@ -25,7 +25,7 @@ def explain(reg: Any, x: Any, target: str, device: Any = None,
     if route.kind == STRUCTURE:
         return adapter.explain(reg, x, tgt, device, copy, options)
     if route.kind == COMPOSITE:
-        return adapter.explain(reg, x, tgt, copy=copy, **(options or {}))
+        return composite.explain(reg, adapter, x, tgt, device, copy, options)
     have = route.have
     if route.move is not None:
         return _move_plan(src, tgt, have, route.move, device, copy)

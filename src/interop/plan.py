@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -49,3 +51,19 @@ class Plan:
         lines += [f"  why: {r}" for r in self.reasons]
         lines += [f"  hazard: {h}" for h in self.hazards]
         return "\n".join(lines)
+
+
+def of_parts(source: str, target: str, what: str, plans: Sequence[tuple[Any, Plan]],
+             first: Sequence[Step] = (), why: Sequence[str] = ()) -> Plan:
+    """One plan of a composite value's parts' plans (``(role, plan)``): zero-copy where
+    every part is, supported where every part is (with the first failing part's error),
+    each part's reasons labelled ``"{what} {role}: ..."``, the hazards of all; the steps are
+    ``first``, then the first part's (the others take the same way or say why not), the
+    reasons ``why``, then the parts'."""
+    failed = next((p for _, p in plans if not p.supported), None)
+    notes = [f"{what} {role}: {r}" for role, p in plans for r in p.reasons]
+    hazards = tuple(dict.fromkeys(h for _, p in plans for h in p.hazards))
+    steps = plans[0][1].steps if plans else ()
+    return Plan(source, target, (*first, *steps), all(p.zero_copy for _, p in plans),
+                (*why, *notes), hazards, failed is None,
+                failed.error if failed is not None else None)

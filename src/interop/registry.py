@@ -13,7 +13,8 @@ from collections.abc import Callable
 from functools import update_wrapper
 from typing import TYPE_CHECKING, Any
 
-from .adapters.base import ArrayAdapter, Edge, StructureAdapter, TableAdapter
+from . import composite
+from .adapters.base import ArrayAdapter, CompositeAdapter, Edge, StructureAdapter
 from .arguments import check_copy
 from .cache import PlanCache
 from .devices import device_name
@@ -25,7 +26,7 @@ from .runner import Runner
 if TYPE_CHECKING:
     from .plan import Plan
 
-AnyAdapter = ArrayAdapter | TableAdapter | StructureAdapter
+AnyAdapter = ArrayAdapter | CompositeAdapter | StructureAdapter
 Convert = Callable[[Any], Any]
 
 
@@ -140,7 +141,7 @@ class Registry:
             if route.kind == STRUCTURE:
                 fn = route.adapter.plan(self, x, target, tgt, device, copy, stream, options)
             elif route.kind == COMPOSITE:
-                fn = self._composite_plan(route.adapter, tgt, device, copy, stream, options)
+                fn = composite.plan(self, route.adapter, tgt, device, copy, stream, options)
             else:
                 tp = type(x)
 
@@ -170,23 +171,11 @@ class Registry:
         settle = getattr(kept, "settle", None)
         return settle() if settle is not None else kept
 
-    def _composite_plan(self, adapter: TableAdapter, tgt: str, device: Any,
-                        copy: bool | None, stream: Any,
-                        options: dict[str, Any] | None) -> Convert:
-        convert, opts = adapter.convert, dict(options or {})
-        if stream is not None and adapter.stream:
-            opts["stream"] = stream  # its samples' DLPack export takes it
-
-        def fn(x: Any) -> Any:
-            return convert(self, x, tgt, copy=copy, device=device, **opts)
-
-        return fn
-
     def declared_options(self) -> dict[str, tuple[str, ...]]:
         """The options table adapters declare for themselves (not the table options), by
         adapter name: a DALI batch's ``ragged=`` and ``fill_value=``."""
         return {a.name: a.options for a in self.adapters.values()
-                if isinstance(a, TableAdapter) and a.options}
+                if isinstance(a, CompositeAdapter) and a.options}
 
     def explain(self, x: Any, target: str, device: Any = None, copy: bool | None = None,
                 options: dict[str, Any] | None = None) -> Plan:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .adapters.base import ArrayAdapter, Edge, StructureAdapter, TableAdapter
+from .adapters.base import ArrayAdapter, CompositeAdapter, Edge, StructureAdapter
 from .arguments import check_copy
 from .errors import (
     DeviceError,
@@ -102,10 +102,10 @@ def decide(reg: Any, x: Any, target: str, device: Any = None, copy: bool | None 
         return Route(src, tgt, FAILS, adapter, failure=(REFUSED, why))
     if isinstance(adapter, StructureAdapter):
         return Route(src, tgt, STRUCTURE, adapter, device=device)
-    if isinstance(adapter, TableAdapter):
+    if isinstance(adapter, CompositeAdapter):
         return Route(src, tgt, COMPOSITE, adapter, device=device)
     if options:
-        raise _no_options(reg, src, options)
+        raise no_options(reg, src, options)
     assert isinstance(adapter, ArrayAdapter)
     have = adapter.device(x)
     move, edges = _array_way(reg.routes, adapter, have, target_adapter, device)
@@ -164,7 +164,8 @@ def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
     return None
 
 
-def _no_options(reg: Any, src: str, options: dict[str, Any]) -> InteropError:
+def no_options(reg: Any, src: str, options: dict[str, Any]) -> InteropError:
+    """The error for ``options`` a ``src`` value takes none of."""
     from .names import unknown_option
 
     unknown = unknown_option(options, reg.declared_options())

@@ -1,6 +1,6 @@
 """What a framework module declares: an :class:`ArrayAdapter` (its values, what it exports
-and imports, its own edges) or, for tables, a :class:`TableAdapter` (and, for nested
-structures, the one :class:`StructureAdapter`).
+and imports, its own edges) or, for values of several arrays (tables, batches), a
+:class:`CompositeAdapter` (and, for nested structures, the one :class:`StructureAdapter`).
 
 The names a framework module needs (verdicts, rules, edges) are importable from here.
 """
@@ -141,28 +141,57 @@ Adapter = ArrayAdapter
 """The name :func:`interop.register_framework` documents."""
 
 
+@record(frozen=True)
+class Parts:
+    """A composite value taken apart: its dense ``arrays`` by role (a table's columns by
+    name, a batch's samples by index; next, a sparse value's ``data``, ``indices``,
+    ``indptr``, a list column's ``values`` and ``offsets``), the ``layout`` they form
+    together (``"table"``, ``"batch"``; ``"csr"``, ``"jagged"`` ...), and ``meta``: what
+    rebuilding needs besides the arrays (a shape, a format's flags), as ``(key, value)``
+    pairs."""
+
+    layout: str
+    arrays: tuple[tuple[Any, Any], ...]
+    meta: tuple[tuple[str, Any], ...] = ()
+
+    def with_arrays(self, arrays: tuple[tuple[Any, Any], ...]) -> Parts:
+        """The same layout and meta over other arrays (the converted ones)."""
+        return Parts(self.layout, arrays, self.meta)
+
+
 @record
-class TableAdapter:
-    """A kind of table (pyarrow ``Table``, a DataFrame, a dict of arrays): recognised like a
-    framework, converted column by column through the registry it is given."""
+class CompositeAdapter:
+    """A kind of value made of several arrays, recognised like a framework: tables (pyarrow
+    ``Table``, a DataFrame, a dict of arrays), DALI batches; next, sparse values and Arrow
+    list and tensor columns. The contract is two functions: :attr:`parts` takes a value
+    apart into dense arrays, each converted through the registry's own dense rules
+    (devices, streams, read-only hazards, ``copy=``), and :attr:`rebuild` makes the value
+    on the target side from the converted parts (:mod:`interop.composite` does the rest,
+    and ``explain`` reports every part's plan). A kind whose parts need more than the dense
+    rules (a table's nulls and chunks, a batch's padding) converts and explains itself:
+    :attr:`convert`, :attr:`explain`."""
 
     name: str
     modules: tuple[str, ...] = ()
     package: str = ""
     devices: tuple[str, ...] = ("cpu",)
     is_value: Callable[[Any], bool] = field(default=_never)
+    parts: Callable[[Any], Parts] | None = None
+    """The value taken apart (:class:`Parts`); :func:`interop.shares_memory` reads it too."""
+    rebuild: Callable[[Any, Parts, str], Any] | None = None
+    """``(registry, converted parts, target)`` -> the value on the target side."""
     convert: Callable[..., Any] | None = None
-    """``(registry, x, target, copy=, device=, **options)`` -> the converted table."""
+    """``(registry, x, target, copy=, device=, **options)`` -> the converted value, for a
+    kind that converts itself; ``None``: its parts, converted, rebuilt."""
     explain: Callable[..., Plan] | None = None
-    """``(registry, x, target, copy=, **options)`` -> its :class:`~interop.plan.Plan`."""
+    """``(registry, x, target, copy=, **options)`` -> its :class:`~interop.plan.Plan`, for a
+    kind that converts itself; ``None``: its parts' plans."""
     aliases: tuple[str, ...] = ()
     install: str = ""
     target: bool = False
-    """Tables are sources; their targets are the array frameworks (and table frameworks)."""
+    """Composites are sources; their targets are the array frameworks (and table
+    frameworks)."""
     per_value_owner: bool = False
-    parts: Callable[[Any], list[Any]] | None = None
-    """The arrays a value is made of (the samples of a DALI batch), for
-    :func:`interop.shares_memory`; ``None``: it tells of none."""
     options: tuple[str, ...] | None = None
     """The options ``convert`` takes (``None``: the table options,
     :data:`interop.names.TABLE_OPTIONS`); a structure hands each leaf those it takes."""

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import InteropError, ZeroCopyError
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
-from .base import Accepts, ArrayAdapter, Edge, TableAdapter, fixed, module
+from .base import Accepts, ArrayAdapter, CompositeAdapter, Edge, Parts, fixed, module
 
 _BACKEND = "nvidia.dali.backend_impl"
 
@@ -199,7 +199,7 @@ def _convert_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
 
 def _explain_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
                    **options: Any) -> Any:
-    from ..plan import Plan, Step
+    from ..plan import Plan, Step, of_parts
 
     ragged, fill = _options(options)
     label = type(tl).__name__
@@ -220,20 +220,18 @@ def _explain_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
         return Plan("dali-batch", tgt, (Step(label, hub, f"pad to one batch with fill_value="
                                              f"{fill!r}", copies=True), *rest), False,
                     (f"{_ragged_why(tl)}: ragged='pad' copies them into one padded batch",))
-    plans = [reg.explain(tl[i], target, None, copy) for i in range(len(tl))]
-    notes = [f"sample {i}: {r}" for i, p in enumerate(plans) for r in p.reasons]
-    failed = next((p for p in plans if not p.supported), None)
-    hazards = tuple(dict.fromkeys(h for p in plans for h in p.hazards))
-    steps = plans[0].steps if plans else ()
-    return Plan("dali-batch", tgt,
-                (Step(label, "dali", f"TensorList[i] for each of {len(tl)} samples"), *steps),
-                all(p.zero_copy for p in plans),
-                (f"{_ragged_why(tl)}: a list of {len(tl)} per-sample results, each its own "
-                 "buffer (ragged='pad' gives one padded batch, a copy)", *notes), hazards,
-                failed is None, failed.error if failed is not None else None)
+    plans = [(i, reg.explain(tl[i], target, None, copy)) for i in range(len(tl))]
+    return of_parts("dali-batch", tgt, "sample", plans,
+                    (Step(label, "dali", f"TensorList[i] for each of {len(tl)} samples"),),
+                    (f"{_ragged_why(tl)}: a list of {len(tl)} per-sample results, each its own "
+                     "buffer (ragged='pad' gives one padded batch, a copy)",))
 
 
-BATCH = TableAdapter(
+def _parts(tl: Any) -> Parts:
+    return Parts("batch", tuple((i, tl[i]) for i in range(len(tl))))
+
+
+BATCH = CompositeAdapter(
     name="dali-batch",
     modules=("nvidia",),
     package="nvidia.dali",
@@ -241,7 +239,7 @@ BATCH = TableAdapter(
     is_value=_is_list,
     convert=_convert_batch,
     explain=_explain_batch,
-    parts=lambda tl: [tl[i] for i in range(len(tl))],
+    parts=_parts,
     options=OPTIONS,
     stream=True,
 )

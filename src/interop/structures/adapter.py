@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..adapters.base import StructureAdapter, TableAdapter
+from ..adapters.base import CompositeAdapter, StructureAdapter
 from ..errors import InteropError, UnsupportedConversionError
 from ..tables import TABLE_TARGETS
 from .nodes import DICT, TUPLE, is_node
@@ -70,11 +70,11 @@ def is_table(w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bo
 
 def leaf_options(reg: Any, leaf: Leaf, options: dict[str, Any]) -> dict[str, Any]:
     """The options of a call that ``leaf``'s own conversion takes (a DALI batch's ``ragged=``,
-    a table leaf's ``nulls=``): those its adapter declares (:attr:`TableAdapter.options`)."""
+    a table leaf's ``nulls=``): those its adapter declares (:attr:`CompositeAdapter.options`)."""
     from ..names import TABLE_OPTIONS
 
     adapter = reg.adapters[leaf.owner]
-    if not isinstance(adapter, TableAdapter):
+    if not isinstance(adapter, CompositeAdapter):
         return {}
     takes = TABLE_OPTIONS if adapter.options is None else adapter.options
     return {k: v for k, v in options.items() if k in takes}

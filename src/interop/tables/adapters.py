@@ -1,5 +1,6 @@
-"""Table kinds for the registry: each is recognised like a framework and converts column by
-column (:class:`~interop.adapters.base.TableAdapter`), through the registry they are given.
+"""Table kinds for the registry: composite values (:class:`~interop.adapters.base.CompositeAdapter`)
+whose parts are their columns, recognised like a framework and converted column by column
+(their own ``convert``: nulls, masks, chunks) through the registry they are given.
 
 Sources: pyarrow ``Table``, ``RecordBatch``, ``RecordBatchReader``; pandas and polars
 ``DataFrame``; a ``dict`` of arrays; any object speaking the Arrow PyCapsule interface (DuckDB
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..adapters.base import TableAdapter
+from ..adapters.base import CompositeAdapter, Parts
 from ..errors import InteropError, UnsupportedConversionError
 from . import TABLE_TARGETS, arrow_c
 
@@ -202,10 +203,20 @@ def _isinstance(module: str, *names: str) -> Callable[[Any], bool]:
 def _table_adapter(name: str, modules: tuple[str, ...], package: str,
                    is_value: Callable[[Any], bool], label: str, named_of: Callable,
                    stream: bool = False, devices: tuple[str, ...] = ("cpu",),
-                   same: str = "") -> TableAdapter:
+                   same: str = "") -> CompositeAdapter:
     conv, expl = _converter(label, named_of, stream=stream, same=same)
-    return TableAdapter(name=name, modules=modules, package=package, devices=devices,
-                        is_value=is_value, convert=conv, explain=expl)
+    return CompositeAdapter(name=name, modules=modules, package=package, devices=devices,
+                            is_value=is_value, convert=conv, explain=expl,
+                            parts=None if stream else _parts_of(named_of))
+
+
+def _parts_of(named_of: Callable[[Any], list]) -> Callable[[Any], Parts]:
+    """A table's :class:`~interop.adapters.base.Parts`: its columns by name (a stream has
+    none to show before it is read)."""
+    def parts(x: Any) -> Parts:
+        return Parts("table", tuple(named_of(x)))
+
+    return parts
 
 
 def _is_dict(x: Any) -> bool:
@@ -244,11 +255,11 @@ POLARS_DF = _table_adapter("polars-dataframe", ("polars",), "polars",
 DICT = _table_adapter("dict", (), "interop", _is_dict, "dict of arrays", _dict)
 """A dict read as a table: not in ``ADAPTERS`` (dicts are structures, whose adapter,
 :mod:`interop.structures.adapter`, decides when a dict is a table and then converts it so)."""
-CUDF = TableAdapter(name="cudf-dataframe", modules=("cudf",), package="cudf",
-                    devices=("cuda",), is_value=_isinstance("cudf", "DataFrame"),
-                    convert=_cudf_convert, explain=_cudf_explain)
-ARROW_C = TableAdapter(name="arrow-c", package="pyarrow", is_value=_is_arrow_c,
-                       convert=_arrow_c_convert, explain=_arrow_c_explain)
+CUDF = CompositeAdapter(name="cudf-dataframe", modules=("cudf",), package="cudf",
+                        devices=("cuda",), is_value=_isinstance("cudf", "DataFrame"),
+                        convert=_cudf_convert, explain=_cudf_explain, parts=_parts_of(_cudf))
+ARROW_C = CompositeAdapter(name="arrow-c", package="pyarrow", is_value=_is_arrow_c,
+                           convert=_arrow_c_convert, explain=_arrow_c_explain)
 
 ADAPTERS = [ARROW_TABLE, ARROW_BATCH, ARROW_STREAM, PANDAS_DF, POLARS_DF, CUDF, ARROW_C]
 
@@ -259,7 +270,7 @@ def columns_of(reg: Any, x: Any, target: str, **kw: Any) -> Any:
     from . import columns
 
     adapter = DICT if isinstance(x, dict) else reg.adapters[reg.owner(x)]
-    if not isinstance(adapter, TableAdapter):
+    if not isinstance(adapter, CompositeAdapter):
         raise UnsupportedConversionError(f"{type(x).__name__} is not a table")
     copy, device = kw.pop("copy", None), kw.pop("device", None)
     tgt = reg.target(target)
