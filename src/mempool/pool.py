@@ -24,11 +24,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 from . import adapters, asyncpool
-from .adapters import Unrestored
+from .adapters import FrameworkAdapter, Unrestored
 from .device import current_device, set_device
 from .errors import ConfigError, MempoolWarning
 from .sizes import format_size
@@ -55,9 +54,11 @@ class Settings:
     backend: str = "pool"  # "pool": RMM's PoolMemoryResource; "async": the default CUDA pool
 
     def options(self) -> dict[str, dict[str, Any]]:
-        """Per framework, the keyword arguments its adapter's ``check`` and ``install`` take."""
-        return {"jax": {"allocator": self.jax_allocator, "backend": self.backend},
-                "cupy": {"backend": self.backend}, "torch": {"backend": self.backend}}
+        """Per framework, the keyword arguments its adapter's ``check`` and ``install`` take
+        (those it declares in ``OPTIONS``)."""
+        values = {"allocator": self.jax_allocator, "backend": self.backend}
+        return {name: {k: values[k] for k in adapters.load(name).OPTIONS}
+                for name in adapters.ADAPTERS}
 
     def describe(self) -> str:
         """One line, e.g. ``devices [0]: initial 8.0 GiB, maximum 30.0 GiB, CUDA memory``."""
@@ -230,7 +231,7 @@ class Pool:
 
     settings: Settings
     stacks: list[DeviceStack]
-    installed: list[tuple[ModuleType, Any]]
+    installed: list[tuple[FrameworkAdapter, Any]]
     on_close: Callable[[Pool], None] | None = None
     closed: bool = False
     pinned_by: tuple[str, ...] = field(default=())
@@ -258,7 +259,7 @@ class Pool:
         """Per device: pool size, bytes in use, peak bytes, live and total allocation counts."""
         return {stack.device: _stats_of(stack) for stack in self.stacks}
 
-    def reinstall(self, chosen: Sequence[ModuleType]) -> None:
+    def reinstall(self, chosen: Sequence[FrameworkAdapter]) -> None:
         """Re-open a pinned pool: route the frameworks again over the same resources."""
         self.installed = adapters.install_all(
             chosen, {s.device: s.top for s in self.stacks}, self.settings.options()

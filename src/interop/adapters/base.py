@@ -233,6 +233,31 @@ class StructureAdapter:
         return self.is_value(x)
 
 
+def instance_test(module: str, *names: str) -> Callable[[Any], bool]:
+    """The :attr:`ArrayAdapter.is_value` of values of the classes ``names`` of ``module``
+    (``instance_test("torch", "Tensor")``): the one type test of every framework. It never
+    imports ``module`` (no module imported: no value of it), finds the classes when it is,
+    and keeps each type's answer (as array-api-compat's ``_issubclass_fast`` does); a
+    module replaced in ``sys.modules`` is looked up again."""
+    found: list[Any] = [None, ()]  # the module the classes were read from, and the classes
+    verdicts: dict[type, bool] = {}
+
+    def is_value(x: Any) -> bool:
+        tp = type(x)
+        m = sys.modules.get(module)
+        if m is None:
+            return False
+        if found[0] is not m:
+            found[:] = [m, tuple(getattr(m, n) for n in names if hasattr(m, n))]
+            verdicts.clear()
+        verdict = verdicts.get(tp)
+        if verdict is None:
+            verdict = verdicts[tp] = bool(found[1]) and issubclass(tp, found[1])
+        return verdict
+
+    return is_value
+
+
 def owns(modules: tuple[str, ...], is_value: Callable[[Any], bool], x: Any) -> bool:
     """Whether ``x`` is a value of the framework of ``modules`` (no modules: any value
     ``is_value`` takes), importing nothing."""

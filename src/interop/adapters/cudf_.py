@@ -7,14 +7,13 @@ As a consumer (the issue-28 reading of cuDF 26, unverified on a device here): a 
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from .. import devices
 from ..errors import NullsError
 from ..protocols import cai, dlpack
 from ..view import BufferView
-from .base import NULLS, ArrayAdapter, ConsumerRules, module
+from .base import NULLS, ArrayAdapter, ConsumerRules, instance_test, module
 
 _DTYPES = frozenset(dlpack.NAMED.values()) - {"<f2", "<c8", "<c16"}
 
@@ -25,9 +24,7 @@ def _accepts(ts: str) -> str | None:
     return f"cuDF has no {ts} columns (no float16, complex, bfloat16 or float8)"
 
 
-def _is_value(x: Any) -> bool:
-    cudf = sys.modules.get("cudf")
-    return cudf is not None and isinstance(x, (cudf.Series, cudf.Index))
+_is_value = instance_test("cudf", "Series", "Index")
 
 
 def export_check(s: Any) -> tuple[str, str] | None:

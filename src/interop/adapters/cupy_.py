@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from typing import Any
 
 from ..protocols import cai, dlpack
 from ..view import BufferView
-from .base import ArrayAdapter, ConsumerRules, readonly_source
+from .base import ArrayAdapter, ConsumerRules, instance_test, readonly_source
 
 _DTYPES = frozenset((*dlpack.NAMED.values(), "bfloat16"))
 """The dtype strings CuPy 14 holds (bfloat16 through ml_dtypes, as its DLPack import)."""
 
 
-def _is_value(x: Any) -> bool:
-    cupy = sys.modules.get("cupy")
-    return cupy is not None and isinstance(x, cupy.ndarray)
+_is_value = instance_test("cupy", "ndarray")
 
 
 def _device(x: Any) -> tuple[str, int]:

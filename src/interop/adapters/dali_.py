@@ -30,7 +30,16 @@ from typing import Any
 from ..errors import InteropError, ZeroCopyError
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
-from .base import Accepts, ArrayAdapter, CompositeAdapter, Edge, Parts, fixed, module
+from .base import (
+    Accepts,
+    ArrayAdapter,
+    CompositeAdapter,
+    Edge,
+    Parts,
+    fixed,
+    instance_test,
+    module,
+)
 
 _BACKEND = "nvidia.dali.backend_impl"
 
@@ -52,16 +61,14 @@ def _types(*names: str) -> tuple[type, ...]:
     return tuple(getattr(m, n) for n in names) if m is not None else ()
 
 
-def _is_tensor(x: Any) -> bool:
-    types = _types("TensorCPU", "TensorGPU")
-    return bool(types) and isinstance(x, types)
+_is_tensor = instance_test(_BACKEND, "TensorCPU", "TensorGPU")
+_is_node = instance_test("nvidia.dali.data_node", "DataNode")
+_is_pipeline = instance_test("nvidia.dali.pipeline", "Pipeline")
 
 
 def _is_symbolic(x: Any) -> bool:
     """A pipeline or a node of its graph: DALI objects that hold no data yet."""
-    node, pipe = sys.modules.get("nvidia.dali.data_node"), sys.modules.get("nvidia.dali.pipeline")
-    return ((node is not None and isinstance(x, node.DataNode))
-            or (pipe is not None and isinstance(x, pipe.Pipeline)))
+    return _is_node(x) or _is_pipeline(x)
 
 
 def _refuse(x: Any) -> str | None:
@@ -132,9 +139,7 @@ ADAPTER = ArrayAdapter(
 
 # ---- TensorList: a batch ------------------------------------------------------------------
 
-def _is_list(x: Any) -> bool:
-    types = _types("TensorListCPU", "TensorListGPU")
-    return bool(types) and isinstance(x, types)
+_is_list = instance_test(_BACKEND, "TensorListCPU", "TensorListGPU")
 
 
 def _options(options: dict[str, Any]) -> tuple[str, Any]:

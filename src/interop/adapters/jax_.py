@@ -26,6 +26,7 @@ from .base import (
     ConsumerRules,
     Edge,
     NeedsCopy,
+    instance_test,
     memo,
     module,
     view_obstacle,
@@ -76,9 +77,7 @@ GPU_RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=1
 _FROM_NUMPY = replace(RULES, versioned=True)
 
 
-def _is_value(x: Any) -> bool:
-    jax = sys.modules.get("jax")
-    return jax is not None and isinstance(x, jax.Array)
+_is_value = instance_test("jax", "Array")
 
 
 def _device(x: Any) -> tuple[str, int]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from .. import devices
 from ..errors import DeviceError
 from ..protocols import cai, dlpack
 from ..view import BufferView
-from .base import ArrayAdapter, ConsumerRules
+from .base import ArrayAdapter, ConsumerRules, instance_test
 
 _DTYPES = frozenset(dlpack.NAMED.values())
 
@@ -19,9 +18,7 @@ def _accepts(ts: str) -> str | None:
                                        "NumPy's own dtypes)")
 
 
-def _is_value(x: Any) -> bool:
-    mod = sys.modules.get("numba.cuda.cudadrv.devicearray")
-    return mod is not None and isinstance(x, mod.DeviceNDArray)
+_is_value = instance_test("numba.cuda.cudadrv.devicearray", "DeviceNDArray")
 
 
 def view(x: Any) -> BufferView:

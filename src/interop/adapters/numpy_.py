@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from ..protocols import array_interface, dlpack
-from .base import NEEDS_COPY, UNSUPPORTED, ArrayAdapter, ConsumerRules
+from .base import NEEDS_COPY, UNSUPPORTED, ArrayAdapter, ConsumerRules, instance_test
 
 # Type strings NumPy itself exports and imports over DLPack.
 DLPACK_DTYPES = frozenset({
@@ -15,9 +14,7 @@ DLPACK_DTYPES = frozenset({
 })
 
 
-def _is_value(x: Any) -> bool:
-    np = sys.modules.get("numpy")
-    return np is not None and isinstance(x, np.ndarray)
+_is_value = instance_test("numpy", "ndarray")
 
 
 def view(x: Any):

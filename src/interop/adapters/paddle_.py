@@ -41,6 +41,7 @@ from .base import (
     fixed,
     gpu_probe,
     installed,
+    instance_test,
     readonly_source,
     view_obstacle,
 )
@@ -103,9 +104,7 @@ RULES = ConsumerRules(
                           "MemoryError for a ~16 EiB allocation, or reads outside the buffer)"))
 
 
-def _is_value(x: Any) -> bool:
-    paddle = sys.modules.get("paddle")
-    return paddle is not None and isinstance(x, paddle.Tensor)
+_is_value = instance_test("paddle", "Tensor")
 
 
 def _name(t: Any) -> str:

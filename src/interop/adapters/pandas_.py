@@ -17,6 +17,7 @@ from .base import (
     ArrayAdapter,
     Edge,
     NeedsCopy,
+    instance_test,
     memo,
     module,
     series_check,
@@ -25,9 +26,7 @@ from .base import (
 _NUMERIC = set("?bBhHiIlLqQefdFD")
 
 
-def _is_value(x: Any) -> bool:
-    pd = sys.modules.get("pandas")
-    return pd is not None and isinstance(x, pd.Series)
+_is_value = instance_test("pandas", "Series")
 
 
 def _plain_class(dt: Any) -> bool:

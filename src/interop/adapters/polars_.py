@@ -18,6 +18,7 @@ from .base import (
     ArrayAdapter,
     Edge,
     NeedsCopy,
+    instance_test,
     memo,
     memo_by,
     module,
@@ -27,9 +28,7 @@ from .base import (
 _POLARS_NUMERIC = set("bBhHiIlLqQefd")
 
 
-def _is_value(x: Any) -> bool:
-    pl = sys.modules.get("polars")
-    return pl is not None and isinstance(x, pl.Series)
+_is_value = instance_test("polars", "Series")
 
 
 _VIEWABLE = frozenset({"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",

@@ -18,6 +18,7 @@ from .base import (
     ArrayAdapter,
     Edge,
     NeedsCopy,
+    instance_test,
     memo,
     memo_by,
     module,
@@ -28,9 +29,7 @@ from .base import (
 _ARROW_NUMERIC = set("bBhHiIlLqQefd")
 
 
-def _is_value(x: Any) -> bool:
-    pa = sys.modules.get("pyarrow")
-    return pa is not None and isinstance(x, (pa.Array, pa.ChunkedArray))
+_is_value = instance_test("pyarrow", "Array", "ChunkedArray")
 
 
 def describe(x: Any) -> str:

@@ -44,6 +44,7 @@ from .base import (
     fixed,
     gpu_probe,
     installed,
+    instance_test,
     view_obstacle,
 )
 
@@ -102,9 +103,7 @@ RULES = ConsumerRules(
 _FROM_NUMPY = replace(RULES, versioned=True)
 
 
-def _is_value(x: Any) -> bool:
-    tf = sys.modules.get("tensorflow")
-    return tf is not None and isinstance(x, tf.Tensor)
+_is_value = instance_test("tensorflow", "Tensor")
 
 
 def _eager(t: Any) -> bool:

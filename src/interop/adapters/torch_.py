@@ -18,6 +18,7 @@ from .base import (
     ConsumerRules,
     Edge,
     NeedsCopy,
+    instance_test,
     itemsize_aligned,
     misaligned_complex,
     module,
@@ -40,9 +41,7 @@ def _tables() -> tuple[dict, dict]:
     return to_ts, {ts: dt for dt, ts in to_ts.items()}
 
 
-def _is_value(x: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.Tensor)
+_is_value = instance_test("torch", "Tensor")
 
 
 def _accepts(ts: str) -> str | None:

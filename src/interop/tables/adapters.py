@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..adapters.base import CompositeAdapter, Parts
+from ..adapters.base import CompositeAdapter, Parts, instance_test
 from ..errors import InteropError, UnsupportedConversionError
 from . import TABLE_TARGETS, arrow_c
 
@@ -190,16 +190,6 @@ def _arrow_c_explain(reg: Any, x: Any, target: str, *, copy: bool | None = None,
                              ("a device array is planned when it is imported",))
 
 
-def _isinstance(module: str, *names: str) -> Callable[[Any], bool]:
-    def is_value(x: Any) -> bool:
-        m = _mod(module)
-        if m is None:
-            return False
-        return isinstance(x, tuple(getattr(m, n) for n in names if hasattr(m, n)))
-
-    return is_value
-
-
 def _table_adapter(name: str, modules: tuple[str, ...], package: str,
                    is_value: Callable[[Any], bool], label: str, named_of: Callable,
                    stream: bool = False, devices: tuple[str, ...] = ("cpu",),
@@ -238,25 +228,25 @@ def _cudf_explain(reg: Any, x: Any, target: str, *, copy: bool | None = None,
 
 
 ARROW_TABLE = _table_adapter("arrow-table", ("pyarrow",), "pyarrow",
-                             _isinstance("pyarrow", "Table"), "pyarrow Table", _arrow_table,
+                             instance_test("pyarrow", "Table"), "pyarrow Table", _arrow_table,
                              same="pyarrow")
 ARROW_BATCH = _table_adapter("arrow-batch", ("pyarrow",), "pyarrow",
-                             _isinstance("pyarrow", "RecordBatch"), "pyarrow RecordBatch",
+                             instance_test("pyarrow", "RecordBatch"), "pyarrow RecordBatch",
                              _arrow_table)
 ARROW_STREAM = _table_adapter("arrow-stream", ("pyarrow",), "pyarrow",
-                              _isinstance("pyarrow", "RecordBatchReader"),
+                              instance_test("pyarrow", "RecordBatchReader"),
                               "pyarrow RecordBatchReader", _arrow_table, stream=True)
 PANDAS_DF = _table_adapter("pandas-dataframe", ("pandas",), "pandas",
-                           _isinstance("pandas", "DataFrame"), "pandas DataFrame", _pandas,
+                           instance_test("pandas", "DataFrame"), "pandas DataFrame", _pandas,
                            same="pandas")
 POLARS_DF = _table_adapter("polars-dataframe", ("polars",), "polars",
-                           _isinstance("polars", "DataFrame"), "polars DataFrame", _polars,
+                           instance_test("polars", "DataFrame"), "polars DataFrame", _polars,
                            same="polars")
 DICT = _table_adapter("dict", (), "interop", _is_dict, "dict of arrays", _dict)
 """A dict read as a table: not in ``ADAPTERS`` (dicts are structures, whose adapter,
 :mod:`interop.structures.adapter`, decides when a dict is a table and then converts it so)."""
 CUDF = CompositeAdapter(name="cudf-dataframe", modules=("cudf",), package="cudf",
-                        devices=("cuda",), is_value=_isinstance("cudf", "DataFrame"),
+                        devices=("cuda",), is_value=instance_test("cudf", "DataFrame"),
                         convert=_cudf_convert, explain=_cudf_explain, parts=_parts_of(_cudf))
 ARROW_C = CompositeAdapter(name="arrow-c", package="pyarrow", is_value=_is_arrow_c,
                            convert=_arrow_c_convert, explain=_arrow_c_explain)

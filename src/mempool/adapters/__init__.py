@@ -1,16 +1,8 @@
 """One module per framework that routes its GPU allocations to RMM.
 
-Every adapter module has the same small interface::
-
-    NAME: str                      # the name users pass in frameworks=[...]
-    MODULE: str                    # the importable package, checked without importing it
-    check(devices, **options) -> None  # raise OrderError if it is too late; changes nothing
-    install(resources, **options) -> state  # hook the framework; return what uninstall needs
-    uninstall(state) -> Unrestored | None   # put the previous hook back; None when it could
-    status(backend) -> FrameworkStatus      # the live truth, read from the framework
-
-*options* are the framework's entry of ``Settings.options()`` (e.g. ``backend``); *backend*
-is the live (or pinned) pool's backend, ``None`` without one. ``status`` imports nothing.
+Every adapter module has the same small interface, :class:`FrameworkAdapter` (a
+``typing.Protocol``: ``NAME``, ``MODULE``, ``OPTIONS``, ``check``, ``install``,
+``uninstall``, ``status``).
 
 Adding a framework: write its module and add its name to ``ADAPTERS``.
 """
@@ -19,14 +11,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Mapping, Sequence
-from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigError
-from ._base import FrameworkStatus, Unrestored, is_installed
+from ._base import FrameworkAdapter, FrameworkStatus, Unrestored, is_installed
 
 __all__ = [
     "ADAPTERS",
+    "FrameworkAdapter",
     "FrameworkStatus",
     "Unrestored",
     "install_all",
@@ -39,16 +31,16 @@ __all__ = [
 ADAPTERS: tuple[str, ...] = ("cupy", "numba", "torch", "cudf", "jax", "tensorflow")
 
 
-def load(name: str) -> ModuleType:
+def load(name: str) -> FrameworkAdapter:
     """The adapter module for framework *name*."""
     if name not in ADAPTERS:
         raise ConfigError(
             f"unknown framework {name!r}; mempool has adapters for {', '.join(ADAPTERS)}"
         )
-    return importlib.import_module(f"{__name__}.{name}")
+    return importlib.import_module(f"{__name__}.{name}")  # type: ignore[return-value]
 
 
-def select(frameworks: Iterable[str] | None) -> list[ModuleType]:
+def select(frameworks: Iterable[str] | None) -> list[FrameworkAdapter]:
     """Adapters to install: the named ones, or (``None``) every installed framework."""
     if frameworks is None:
         return [load(n) for n in ADAPTERS if is_installed(load(n).MODULE)]
@@ -67,16 +59,16 @@ def select(frameworks: Iterable[str] | None) -> list[ModuleType]:
 
 
 def install_all(
-    adapters: Sequence[ModuleType],
+    adapters: Sequence[FrameworkAdapter],
     resources: Mapping[int, Any],
     options: Mapping[str, Mapping[str, Any]] | None = None,
-) -> list[tuple[ModuleType, Any]]:
+) -> list[tuple[FrameworkAdapter, Any]]:
     """Install *adapters* in order; if one fails, uninstall the ones before it and re-raise.
 
     *options* maps a framework's name to the keyword arguments of its ``install``.
     """
     options = options or {}
-    installed: list[tuple[ModuleType, Any]] = []
+    installed: list[tuple[FrameworkAdapter, Any]] = []
     try:
         for adapter in adapters:
             installed.append((adapter, adapter.install(resources, **options.get(adapter.NAME, {}))))
@@ -86,7 +78,7 @@ def install_all(
     return installed
 
 
-def uninstall_all(installed: Sequence[tuple[ModuleType, Any]]) -> list[Unrestored]:
+def uninstall_all(installed: Sequence[tuple[FrameworkAdapter, Any]]) -> list[Unrestored]:
     """Uninstall every adapter, in reverse order; return what could not be restored.
 
     One adapter that cannot give its framework back never stops the others.

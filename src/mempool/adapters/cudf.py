@@ -10,6 +10,7 @@ from ._base import FrameworkStatus, Unrestored, is_installed
 
 NAME = "cudf"
 MODULE = "cudf"
+OPTIONS: tuple[str, ...] = ()
 
 
 def check(devices: Sequence[int]) -> None:

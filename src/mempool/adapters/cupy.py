@@ -18,6 +18,7 @@ from ._base import FrameworkStatus, Unrestored, is_installed
 
 NAME = "cupy"
 MODULE = "cupy"
+OPTIONS: tuple[str, ...] = ("backend",)
 
 
 def check(devices: Sequence[int], backend: str = "pool") -> None:

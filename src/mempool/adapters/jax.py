@@ -31,6 +31,7 @@ from ._nohook import UNTOUCHED, NoHook
 
 NAME = "jax"
 MODULE = "jax"
+OPTIONS: tuple[str, ...] = ("allocator", "backend")
 ENV_VAR = "XLA_PYTHON_CLIENT_PREALLOCATE"
 ALLOCATOR_VAR = "XLA_PYTHON_CLIENT_ALLOCATOR"
 ALLOCATORS = ("platform", "cuda_async")

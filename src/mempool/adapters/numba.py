@@ -19,6 +19,7 @@ from ._base import FrameworkStatus, Unrestored, is_installed
 
 NAME = "numba"
 MODULE = "numba"
+OPTIONS: tuple[str, ...] = ()
 _DRIVER = "numba.cuda.cudadrv.driver"
 
 

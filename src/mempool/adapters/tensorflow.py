@@ -11,6 +11,7 @@ from ._nohook import NoHook
 
 NAME = "tensorflow"
 MODULE = "tensorflow"
+OPTIONS: tuple[str, ...] = ()
 ENV_VAR = "TF_FORCE_GPU_ALLOW_GROWTH"
 
 

@@ -29,6 +29,7 @@ from ._base import FrameworkStatus, Unrestored, is_installed, restore_env, set_e
 
 NAME = "torch"
 MODULE = "torch"
+OPTIONS: tuple[str, ...] = ("backend",)
 
 SKIPPED = "skipped"  # install() changed nothing (no CUDA build / no device for torch)
 ALREADY = "already"  # PyTorch already allocated the way the pool wants before install()

@@ -2,17 +2,28 @@
 
 A name here is a table name: a framework, or a framework on a device (``torch-cuda``,
 ``jax-gpu``), or ``dlpack`` (a raw DLPack capsule); :data:`PACKAGES` maps it to the package
-that must be installed.
+that must be installed. The names are read from the registry's adapters (their names,
+devices and packages), never written here again.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...adapters.base import installed
+from ...adapters.base import ArrayAdapter, installed
+from ...default import REGISTRY
 
-CPU = ["numpy", "torch", "jax", "tensorflow", "paddle", "pyarrow", "pandas", "polars", "dlpack"]
-GPU = ["cupy", "numba", "cudf", "torch-cuda", "jax-gpu", "tensorflow-gpu", "paddle-gpu"]
+_TARGETS = [a for a in REGISTRY.adapters.values() if isinstance(a, ArrayAdapter) and a.target]
+_DEVICE_WORD = {"torch": "cuda"}
+"""What a framework calls its GPU in a table name (``torch-cuda``); ``gpu`` otherwise."""
+
+CPU = [a.name for a in _TARGETS if "cpu" in a.devices]
+"""The host frameworks, in detection order (``dlpack``: a raw capsule, read with NumPy)."""
+ON_GPU = {f"{a.name}-{_DEVICE_WORD.get(a.name, 'gpu')}": a.name for a in _TARGETS
+          if "cpu" in a.devices and "cuda" in a.devices and a.package == a.name}
+"""The GPU rows of frameworks of both devices (each its own package; not the capsule), by
+the framework they are of."""
+GPU = [a.name for a in _TARGETS if a.devices == ("cuda",)] + list(ON_GPU)
 OPTIONAL = ("tensorflow", "paddle", "dali")
 """Frameworks whose tests run in their own pytest process (``-m tensorflow``, ``-m paddle``,
 ``-m dali``); ``--skip`` leaves them out of a probe. DALI is a source only: its samples are
@@ -20,11 +31,10 @@ rows of the layouts section (:data:`~.samples.LAYOUTS`)."""
 RETIRED = {"mxnet": "MXNet is retired upstream (Apache attic, 2023) and needs NumPy < 2"}
 """Frameworks interop deliberately has no adapter for, and why."""
 
-PACKAGES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "pyarrow": "pyarrow",
-            "pandas": "pandas", "polars": "polars", "dlpack": "numpy", "cupy": "cupy",
-            "numba": "numba", "cudf": "cudf", "torch-cuda": "torch", "jax-gpu": "jax",
-            "tensorflow": "tensorflow", "paddle": "paddle", "tensorflow-gpu": "tensorflow",
-            "paddle-gpu": "paddle", "dali": "nvidia.dali"}
+PACKAGES = {**{a.name: a.package for a in REGISTRY.adapters.values()
+               if isinstance(a, ArrayAdapter) and (a.target or a.name in OPTIONAL)},
+            **{row: REGISTRY.adapters[name].package for row, name in ON_GPU.items()}}
+"""The package each table name needs."""
 
 
 def package_installed(name: str) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 from ...devices import cuda_devices
 from .. import memory
 from .cells import COPY, NOT_PROBED, NOT_SUPPORTED, UNSUPPORTED, ZERO_COPY, cell, clean
-from .columns import CPU, GPU, PACKAGES, RETIRED, package_installed
+from .columns import CPU, GPU, ON_GPU, PACKAGES, RETIRED, package_installed
 from .samples import LAYOUTS, SAMPLE, Maker, make_sample
 
 DEVICE_PROOF = "pointers and extents (device memory)"
@@ -124,9 +124,8 @@ def build(gpu: tuple[int, str] | None = None, skip: tuple[str, ...] = ()) -> dic
             "sources": names, "targets": names, "pairs": pairs, "layouts": layouts}
 
 
-_GPU_TARGET = {"cupy": ("cupy", None), "numba": ("numba", None), "cudf": ("cudf", None),
-               "torch-cuda": ("torch", "cuda"), "jax-gpu": ("jax", "cuda"),
-               "tensorflow-gpu": ("tensorflow", "cuda"), "paddle-gpu": ("paddle", "cuda")}
+_GPU_TARGET = {name: (ON_GPU.get(name, name), "cuda" if name in ON_GPU else None)
+               for name in GPU}
 """The ``to_framework`` target and device of each GPU table name."""
 
 
