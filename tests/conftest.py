@@ -6,6 +6,9 @@
   (a clear error, a "not probed" cell); skips on a GPU host, where its GPU twin runs.
 - ``jax_cpu`` fixture: JAX arrays the test creates land on the CPU (on a GPU host JAX's
   default device is the GPU); the fixture's value is the CPU device.
+- ``standin``: set on every test whose code uses a stand-in (a ``...StandIn`` class,
+  ``helpers.DLPackOnly``, ``stand_in(...)``, or says "stand-in"), so that the summary counts
+  the tests against stand-ins apart from those against real frameworks.
 
 Where a driver is installed but the device query fails (``tests/machine.py``), both markers
 *fail* the test instead of skipping: a broken GPU host never passes as a CPU one.
@@ -13,9 +16,36 @@ Where a driver is installed but the device query fails (``tests/machine.py``), b
 
 from __future__ import annotations
 
+import inspect
+import re
+
 import pytest
 
 from machine import machine
+
+STAND_IN = re.compile(r"\w*StandIn\b|\bDLPackOnly\b|\bstand_in\(|stand-in")
+"""How a test's code names a stand-in."""
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        fn = getattr(item, "function", None)
+        try:
+            source = inspect.getsource(fn) if fn is not None else ""
+        except (OSError, TypeError):
+            source = ""
+        if item.get_closest_marker("standin") is None and STAND_IN.search(source):
+            item.add_marker(pytest.mark.standin)
+
+
+def pytest_terminal_summary(terminalreporter):
+    ran = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])
+           if getattr(r, "when", "call") == "call"]
+    standins = [r for r in ran if "standin" in r.keywords]
+    if ran:
+        terminalreporter.write_line(
+            f"{len(standins)} of the {len(ran)} tests run use stand-ins (pytest -m standin), "
+            f"{len(ran) - len(standins)} run against real frameworks only")
 
 
 def pytest_runtest_setup(item):

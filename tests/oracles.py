@@ -4,7 +4,8 @@ The tests prove zero-copy with these oracles, so none of them may come from the 
 test: NumPy's ``__array_interface__``, ``Tensor.data_ptr()``/``stride()``, JAX's
 ``Array.unsafe_buffer_pointer()``, pyarrow's ``Array.buffers()`` and ``offset``, pandas' and
 polars' own ``to_numpy()`` (checked to be a view), and for DLPack capsules (TensorFlow's and
-PaddlePaddle's exports, raw capsules) a small ctypes reader of the ``DLTensor`` written here.
+PaddlePaddle's exports, raw capsules) a small ctypes reader of the ``DLTensor`` written here:
+the tests' one DLPack reader (``read_capsule``; ``facts``, ``array`` and ``Hand`` over it).
 
 ``layout(x)`` is ``(device, address of the first element, shape, byte strides, itemsize)``;
 ``extent(x)`` the bytes ``[lo, hi)`` its elements cover; ``shares(a, b)`` whether two
@@ -67,6 +68,7 @@ class Capsule:
     ptr: int
     """``data + byte_offset``: the first element."""
     device_type: int
+    device_id: int
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     """In elements, as DLPack counts them (C-contiguous when the producer left them NULL)."""
@@ -92,9 +94,79 @@ def read_capsule(cap: Any) -> Capsule:
         strides = tuple(t.strides[i] for i in range(t.ndim))
     else:
         strides = tuple(math.prod(shape[i + 1:]) for i in range(t.ndim))
-    return Capsule(name.decode(), (t.data or 0) + t.byte_offset, t.device.device_type, shape,
-                   strides, t.dtype.code, t.dtype.bits, t.dtype.lanes,
-                   bool(flags & _READ_ONLY))
+    return Capsule(name.decode(), (t.data or 0) + t.byte_offset, t.device.device_type,
+                   t.device.device_id, shape, strides, t.dtype.code, t.dtype.bits,
+                   t.dtype.lanes, bool(flags & _READ_ONLY))
+
+
+# DLDataType code (0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool) and bits -> NumPy
+_DTYPES = {(0, 8): "i1", (0, 16): "i2", (0, 32): "i4", (0, 64): "i8",
+           (1, 8): "u1", (1, 16): "u2", (1, 32): "u4", (1, 64): "u8",
+           (2, 16): "f2", (2, 32): "f4", (2, 64): "f8", (5, 64): "c8", (5, 128): "c16",
+           (6, 8): "?", (4, 16): "bfloat16"}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a capsule says about its tensor, in NumPy's terms."""
+
+    name: bytes
+    read_only: bool
+    data: int                      # data + byte_offset
+    device: tuple[int, int]
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]       # in bytes
+    dtype: np.dtype
+
+
+def _dtype(code: int, bits: int) -> np.dtype:
+    name = _DTYPES[(code, bits)]
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def facts(cap: Any) -> Facts:
+    """A live (unconsumed) capsule's tensor (:func:`read_capsule`) with a NumPy dtype and
+    byte strides."""
+    info = read_capsule(cap)
+    dtype = _dtype(info.code, info.bits)
+    return Facts(info.name.encode(), info.read_only, info.ptr,
+                 (info.device_type, info.device_id), info.shape,
+                 tuple(s * dtype.itemsize for s in info.strides), dtype)
+
+
+class _Over:
+    def __init__(self, cap: Any, interface: dict) -> None:
+        self.cap, self.__array_interface__ = cap, interface
+
+
+def array(cap: Any) -> np.ndarray:
+    """A NumPy view of a CPU capsule's memory, keeping the (unconsumed) capsule alive; read-only
+    when the capsule says so."""
+    f = facts(cap)
+    if not int(np.prod(f.shape)):
+        return np.empty(f.shape, f.dtype)
+    carrier = f.dtype if f.dtype.kind != "V" else np.dtype("<u2")
+    out = np.asarray(_Over(cap, {"version": 3, "shape": f.shape, "typestr": carrier.str,
+                                 "strides": f.strides, "data": (f.data, f.read_only)}))
+    return out.view(f.dtype) if carrier != f.dtype else out
+
+
+class Hand:
+    """Hands a raw capsule to a consumer's ``from_dlpack`` (CPU, once)."""
+
+    def __init__(self, cap: Any) -> None:
+        self.cap = cap
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        cap, self.cap = self.cap, None
+        return cap
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
 
 
 class _Producer:

@@ -69,7 +69,7 @@ RANDOM_SEARCH = [
     "(`__array_interface__` / `byte_bounds`, `Tensor.data_ptr()` and `stride()`, "
     "`jax.Array.unsafe_buffer_pointer()`, Arrow `buffers()[1].address`, polars/pandas "
     "`to_numpy()` views, paddle `data_ptr()`, TensorFlow's own DLPack export) and capsules "
-    "read by `tests/capsule_reader.py` (ctypes over the DLPack header); values compared "
+    "read by `tests/oracles.py` (ctypes over the DLPack header); values compared "
     "through NumPy copies read with each framework's calls (JAX through its own DLPack "
     "export: `np.asarray` caches). Per case and per `copy=` mode (None, False, True): "
     "`explain(...).supported == can_convert(...) ==` the conversion succeeded, any "

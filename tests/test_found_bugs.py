@@ -14,19 +14,19 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import capsule_reader
 import interop
-from capsule_reader import Hand
+import oracles
 from helpers import run_child
 from interop.errors import InteropError, UnsupportedConversionError, ZeroCopyError
 from machine import jax_on_cpu
+from oracles import Hand
 
 CPU_TARGETS = ("numpy", "torch", "jax", "pyarrow", "pandas", "polars", "dlpack")
 COPY_MODES = (None, True, False)
 
 
 def capsule_facts(cap) -> dict:
-    f = capsule_reader.facts(cap)
+    f = oracles.facts(cap)
     return {"name": f.name, "read_only": f.read_only, "data": f.data}
 
 

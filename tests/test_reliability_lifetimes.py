@@ -7,8 +7,8 @@ import gc
 import numpy as np
 import pytest
 
-import capsule_reader
 import interop
+import oracles
 from interop.errors import CapsuleConsumedError
 from interop.host import fresh_copy
 from interop.protocols import dlpack
@@ -26,7 +26,7 @@ CHAINS = [
 
 def _host(x) -> np.ndarray:
     if dlpack.is_capsule(x):
-        return np.array(capsule_reader.array(x))
+        return np.array(oracles.array(x))
     mod = type(x).__module__.partition(".")[0]
     if mod == "torch":
         return x.numpy().copy()

@@ -9,7 +9,7 @@ For each generated source and target, and for each of ``copy=None``, ``False`` a
 - a zero-copy plan (and every ``copy=False`` success) shares memory by the frameworks' own
   pointers (``ndarray.__array_interface__``/``byte_bounds``, ``Tensor.data_ptr()``, JAX's
   ``unsafe_buffer_pointer()``, Arrow buffer addresses, the capsule read by
-  ``tests/capsule_reader.py``), and a write through one side is read back on the other; a
+  ``tests/oracles.py``), and a write through one side is read back on the other; a
   copy plan (and every ``copy=True`` result) shares none;
 - ``copy=False`` fails exactly when ``explain(copy=None).zero_copy`` is false;
 - a zero-copy result of a read-only or immutable source says so: a read-only NumPy array, a
@@ -42,7 +42,6 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-import capsule_reader
 import interop
 import interop.api
 import oracles
@@ -355,7 +354,7 @@ def to_host(x: Any) -> np.ndarray:
     if mod in ("jax", "jaxlib"):
         # JAX's own DLPack export, read by the test's reader (np.asarray(x) caches its first
         # read, so a later write through another side would not be seen)
-        return np.array(capsule_reader.array(x.__dlpack__()))
+        return np.array(oracles.array(x.__dlpack__()))
     if mod == "pyarrow":
         return np.array(x.to_numpy(zero_copy_only=False))
     if mod in ("pandas", "polars"):
@@ -366,7 +365,7 @@ def to_host(x: Any) -> np.ndarray:
         out = np.array(x.numpy())            # paddle gives bfloat16 as its uint16 bits
         return out.view(ml_dtypes.bfloat16) if "bfloat16" in str(x.dtype) else out
     if dlpack.is_capsule(x):
-        return np.array(capsule_reader.array(x))
+        return np.array(oracles.array(x))
     raise AssertionError(f"unexpected result type {type(x)}")
 
 
@@ -416,7 +415,7 @@ def span(x: Any) -> tuple[int, int] | None:
 
 
 def _capsule_span(cap: Any) -> tuple[int, int] | None:
-    f = capsule_reader.facts(cap)
+    f = oracles.facts(cap)
     if not int(np.prod(f.shape)):
         return None
     lo = f.data + sum((n - 1) * s for n, s in zip(f.shape, f.strides) if s < 0)
@@ -453,7 +452,7 @@ def _writable_np(x: Any) -> np.ndarray | None:
         raw, conj, neg = _torch_raw(x)
         return None if conj or neg else raw
     if dlpack.is_capsule(x):
-        arr = capsule_reader.array(x)
+        arr = oracles.array(x)
         return arr if arr.flags.writeable else None
     return None
 
@@ -491,7 +490,7 @@ def first_address(x: Any) -> int | None:
         except Exception:                     # booleans, chunks: no view of its buffer
             return None
     if dlpack.is_capsule(x):
-        return capsule_reader.facts(x).data
+        return oracles.facts(x).data
     return None
 
 
@@ -588,7 +587,7 @@ def check_case(src_fw: str, tgt: str, lay: Layout) -> Outcome | None:
             out.supported = True
         src_span = source_span(src)
         res_span = None if res is src.value else span(res)
-        capsule_ro = capsule_reader.facts(res).read_only if dlpack.is_capsule(res) else None
+        capsule_ro = oracles.facts(res).read_only if dlpack.is_capsule(res) else None
         if type(res).__module__.startswith("torch") and res is not src.value:
             torch_kernels_safe(res, here)
         narrow = NARROWED.get((tgt, src.expected.dtype.name))  # JAX, 64-bit types off
