@@ -49,7 +49,7 @@ def _views(x: Any) -> list:
     """The buffer views of ``x``: every buffer of each chunk (values, validity, offsets),
     one per array leaf of a structure, or its one view, or none (no known buffer)."""
     try:
-        adapter = REGISTRY.adapters[REGISTRY.owner(x)]
+        adapter = REGISTRY.composite(x) or REGISTRY.adapters[REGISTRY.owner(x)]
     except InteropError:
         return []
     if isinstance(adapter, StructureAdapter):

@@ -3,8 +3,12 @@ by part through the registry's own dense rules, then rebuilt on the target side;
 as the plans of their parts.
 
 A kind that converts itself (tables: nulls, chunks; DALI batches: padding) declares
-``convert`` and ``explain``; any other is its :attr:`~CompositeAdapter.parts` and its
-:attr:`~CompositeAdapter.rebuild`, and the plans here are the whole of it.
+``convert`` and ``explain``; any other is its :attr:`~CompositeAdapter.parts` and a
+:attr:`~CompositeAdapter.rebuild`: its own, or, for a kind of a framework (``of``: sparse
+values), the rebuild of the target framework's kind of the same layout
+(:meth:`~interop.registry.Registry.builder`), after the :class:`~interop.adapters.base.Fix`
+es that kind's needs ask for (:attr:`~CompositeAdapter.prepare`). ``format=`` changes the
+layout first, by the source framework's own call (:attr:`~CompositeAdapter.reformat`).
 """
 
 from __future__ import annotations
@@ -12,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .adapters.base import CompositeAdapter
+from .adapters.base import CompositeAdapter, Fix, Parts
+from .errors import InteropError, UnsupportedConversionError, ZeroCopyError
 
 Convert = Callable[[Any], Any]
+FORMAT = "format"
+"""The option naming the layout of the result (``"csr"``, ``"coo"`` ... ``"dense"``)."""
 
 
 def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool | None,
@@ -30,17 +37,23 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
             return convert(reg, x, tgt, copy=copy, device=device, **opts)
 
         return own
-    take, rebuild = adapter.parts, adapter.rebuild
-    assert take is not None and rebuild is not None, adapter.name
-    if opts:
-        from .route import no_options
-
-        raise no_options(reg, adapter.name, opts)
+    fmt = _format(reg, adapter, opts)
 
     def by_parts(x: Any) -> Any:
-        parts = take(x)
-        return rebuild(reg, parts.with_arrays(tuple(
-            (role, reg.convert(a, tgt, copy=copy, device=device, stream=stream))
+        parts = adapter.parts(x)  # type: ignore[misc]
+        if fmt is not None and fmt != parts.layout:
+            return reg.convert(_reformat(adapter, x, parts, fmt, copy), tgt, copy=copy,
+                               device=device, stream=stream)
+        builder = _builder(reg, adapter, parts, tgt)
+        parts, fixes = _prepared(reg, adapter, parts, builder)
+        if fixes and copy is False:
+            raise ZeroCopyError(f"{adapter.name} -> {tgt}: copy=False, but "
+                                + "; ".join(_fix_reason(parts.layout, f) for f in fixes))
+        for f in fixes:
+            parts = f.apply(parts)
+        dense = builder.dense or builder.of or tgt
+        return builder.rebuild(reg, parts.with_arrays(tuple(  # type: ignore[misc]
+            (role, reg.convert(a, dense, copy=copy, device=device, stream=stream))
             for role, a in parts.arrays)), tgt)
 
     return by_parts
@@ -49,16 +62,94 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
 def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
             copy: bool | None, options: dict[str, Any] | None) -> Any:
     """The plan of ``x`` to ``tgt``: the kind's own, or its parts'
-    (:func:`interop.plan.of_parts`)."""
+    (:func:`interop.plan.of_parts`), after the format change and the fixes its parts need."""
+    from .plan import Plan, Step, of_parts
+
     if adapter.explain is not None:
         return adapter.explain(reg, x, tgt, copy=copy, **(options or {}))
-    if options:
-        from .route import no_options
-
-        raise no_options(reg, adapter.name, options)
+    opts = dict(options or {})
+    fmt = _format(reg, adapter, opts)
     assert adapter.parts is not None, adapter.name
     parts = adapter.parts(x)
-    from .plan import of_parts
+    if fmt is not None and fmt != parts.layout:
+        step = Step(adapter.name, adapter.name, f"format={fmt!r} ({parts.layout} -> {fmt})",
+                    copies=True)
+        why = (f"format={fmt!r} changes the layout from {parts.layout}: every buffer is "
+               "rebuilt (a copy)")
+        if copy is False:
+            return Plan(adapter.name, tgt, (step,), False, (why,), supported=False,
+                        error="zero-copy")
+        rest = reg.explain(adapter.reformat(x, fmt), tgt, device, copy)  # type: ignore[misc]
+        return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *rest.reasons),
+                    (), rest.supported, rest.error)
+    try:
+        builder = _builder(reg, adapter, parts, tgt)
+        parts, fixes = _prepared(reg, adapter, parts, builder)
+    except InteropError as e:
+        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
+                    error="unsupported")
+    why = [_fix_reason(parts.layout, f) for f in fixes]
+    first = [Step(adapter.name, adapter.name, f"{parts.layout} {', '.join(map(str, f.roles))}"
+                  f" copied", copies=True) for f in fixes]
+    if fixes and copy is False:
+        return Plan(adapter.name, tgt, tuple(first), False, tuple(why), supported=False,
+                    error="zero-copy")
+    for f in fixes:
+        parts = f.apply(parts)
+    dense = builder.dense or builder.of or tgt
+    joined = of_parts(adapter.name, tgt, parts.layout,
+                      [(role, reg.explain(a, dense, device, copy)) for role, a in parts.arrays],
+                      first, why)
+    if fixes:
+        return Plan(joined.source, joined.target, joined.steps, False, joined.reasons,
+                    (), joined.supported, joined.error)
+    return joined
 
-    return of_parts(adapter.name, tgt, parts.layout,
-                    [(role, reg.explain(a, tgt, device, copy)) for role, a in parts.arrays])
+
+def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:
+    """The ``format=`` asked (``None``: keep the layout); any other option is refused."""
+    fmt = opts.pop(FORMAT, None)
+    if opts or (fmt is not None and adapter.reformat is None):
+        from .route import no_options
+
+        raise no_options(reg, adapter.name, opts or {FORMAT: fmt})
+    if fmt is not None and not isinstance(fmt, str):
+        raise InteropError(f"format= names a layout ('csr', 'coo', 'dense' ...), got {fmt!r}")
+    return fmt
+
+
+def _reformat(adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str,
+              copy: bool | None) -> Any:
+    if copy is False:
+        raise ZeroCopyError(f"{adapter.name}: copy=False, but format={fmt!r} changes the "
+                            f"layout from {parts.layout}, which rebuilds every buffer (a copy)")
+    return adapter.reformat(x, fmt)  # type: ignore[misc]
+
+
+def _builder(reg: Any, adapter: CompositeAdapter, parts: Parts, tgt: str) -> CompositeAdapter:
+    """The kind whose rebuild makes ``parts`` on ``tgt``: the target framework's kind of the
+    same layout, or, for a kind of no framework, the kind itself."""
+    assert adapter.rebuild is not None or adapter.of, adapter.name
+    if not adapter.of:
+        return adapter
+    builder = reg.builder(tgt, parts.layout)
+    if builder is not None:
+        return builder
+    has = reg.layouts(tgt)
+    fix = ("format='dense' makes a dense array" if not has else
+           f"format= one of {has} changes the layout (a copy), format='dense' densifies")
+    raise UnsupportedConversionError(
+        f"{adapter.name} -> {tgt}: {tgt} has no {parts.layout} values"
+        + (f" (it builds {', '.join(has)})" if has else "")
+        + f"; interop changes a layout only when asked: {fix}")
+
+
+def _prepared(reg: Any, adapter: CompositeAdapter, parts: Parts,
+              builder: CompositeAdapter) -> tuple[Parts, tuple[Fix, ...]]:
+    if adapter.prepare is None:
+        return parts, ()
+    return adapter.prepare(reg, parts, builder)
+
+
+def _fix_reason(layout: str, fix: Fix) -> str:
+    return f"{layout} {', '.join(map(str, fix.roles))}: copied: {fix.why}"

@@ -42,6 +42,11 @@ class Registry:
         self.cache = PlanCache()
         """The plans made so far (a pair's later calls look them up)."""
         self._lock = threading.RLock()
+        self.builders: dict[tuple[str, str], CompositeAdapter] = {}
+        """The composite kind that builds values of ``(framework, layout)``."""
+        self.within: dict[str, CompositeAdapter] = {}
+        """The composite kind of each framework whose values of several buffers share its
+        arrays' type (torch's sparse tensors)."""
         self.convert = _converter(self)
         """``to_framework`` on this registry."""
 
@@ -57,6 +62,11 @@ class Registry:
                 self._names[n.lower()] = adapter.name
             if isinstance(adapter, ArrayAdapter):
                 self.routes.add(adapter.edges())
+            if isinstance(adapter, CompositeAdapter) and adapter.of:
+                for layout in adapter.layouts:
+                    self.builders[(adapter.of, layout)] = adapter
+                if adapter.within:
+                    self.within[adapter.of] = adapter
             self._changed()
 
     def add_edge(self, edge: Edge) -> None:
@@ -121,6 +131,24 @@ class Registry:
                 self._owners[tp] = name
             return name
 
+    def composite(self, x: Any) -> CompositeAdapter | None:
+        """The composite kind of ``x``: its owner's, or, for a value of several buffers of an
+        array type (a torch sparse tensor), the kind :attr:`within` that framework."""
+        name = self.owner(x)
+        adapter = self.adapters[name]
+        if isinstance(adapter, CompositeAdapter):
+            return adapter
+        inner = self.within.get(name)
+        return inner if inner is not None and inner.is_value(x) else None
+
+    def builder(self, target: str, layout: str) -> CompositeAdapter | None:
+        """The kind that builds ``layout`` values of framework ``target``, if any."""
+        return self.builders.get((target, layout))
+
+    def layouts(self, target: str) -> list[str]:
+        """The layouts ``target`` builds composite values of."""
+        return [layout for (of, layout) in self.builders if of == target]
+
     # ---- plans --------------------------------------------------------------------------------
     def plan_for(self, x: Any, target: str, device: Any, copy: bool | None, stream: Any,
                  options: dict[str, Any] | None = None) -> Convert:
@@ -148,7 +176,14 @@ class Registry:
                 def keep(fn: Convert) -> None:
                     self.cache.keep(tp, target, tgt, device, copy, fn)
 
-                fn = self.runner.plan(route, copy, stream, tp, keep if kept else None)
+                inner = self.within.get(route.source)
+                if inner is not None:  # its values of several buffers take their own way
+                    split = _splitting(self, inner.is_value, target, device, copy)
+                    fn = self.runner.plan(route, copy, stream, tp,
+                                          (lambda f: keep(split(f))) if kept else None)
+                    fn = split(fn)
+                else:
+                    fn = self.runner.plan(route, copy, stream, tp, keep if kept else None)
             if kept:
                 self.cache.keep(type(x), target, tgt, device, copy, fn)
             return fn
@@ -185,6 +220,21 @@ class Registry:
         if device is not None:
             device = device_name(device)
         return explain(self, x, target, device, copy, options)
+
+
+def _splitting(reg: Registry, several: Callable[[Any], bool], target: str, device: Any,
+               copy: bool | None) -> Callable[[Convert], Convert]:
+    """Wraps a framework's array plan so that its values of several buffers (``several``)
+    take their composite route instead."""
+    def split(fn: Convert) -> Convert:
+        def plan(x: Any) -> Any:
+            if several(x):
+                return reg.plan_for(x, target, device, copy, None)(x)
+            return fn(x)
+
+        return plan
+
+    return split
 
 
 def _converter(reg: Registry) -> Callable[..., Any]:

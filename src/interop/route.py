@@ -104,6 +104,9 @@ def decide(reg: Any, x: Any, target: str, device: Any = None, copy: bool | None 
         return Route(src, tgt, STRUCTURE, adapter, device=device)
     if isinstance(adapter, CompositeAdapter):
         return Route(src, tgt, COMPOSITE, adapter, device=device)
+    inner = reg.within.get(src)
+    if inner is not None and inner.is_value(x):  # a sparse torch tensor
+        return Route(inner.name, tgt, COMPOSITE, inner, device=device)
     if options:
         raise no_options(reg, src, options)
     assert isinstance(adapter, ArrayAdapter)

@@ -158,6 +158,30 @@ class Parts:
         """The same layout and meta over other arrays (the converted ones)."""
         return Parts(self.layout, arrays, self.meta)
 
+    def replace(self, arrays: dict[Any, Any] | None = None, **meta: Any) -> Parts:
+        """These parts with some arrays (by role) and some meta keys replaced."""
+        new = tuple((r, (arrays or {}).get(r, a)) for r, a in self.arrays)
+        old = tuple((k, v) for k, v in self.meta if k not in meta)
+        return Parts(self.layout, new, (*old, *meta.items()))
+
+    def array(self, role: Any) -> Any:
+        return dict(self.arrays)[role]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The meta value of ``key``."""
+        return dict(self.meta).get(key, default)
+
+
+@record(frozen=True)
+class Fix:
+    """A copy the rebuilding side needs of some parts before their dense route (a sparse
+    value's unsorted indices sorted, int32 indices widened to int64): the ``roles`` it
+    copies, ``why``, and ``apply`` (parts -> parts)."""
+
+    roles: tuple[Any, ...]
+    why: str
+    apply: Callable[[Parts], Parts]
+
 
 @record
 class CompositeAdapter:
@@ -198,12 +222,36 @@ class CompositeAdapter:
     stream: bool = False
     """Whether ``convert`` takes ``stream=`` (a batch of GPU samples); otherwise the stream is
     not passed on."""
+    of: str = ""
+    """The framework whose values these are (``"torch"`` for torch's sparse tensors); its
+    :attr:`rebuild` builds them when that framework is the target, from the parts of any
+    kind of the same layout (the registry pairs layouts: :meth:`Registry.builder`). Empty:
+    :attr:`rebuild` rebuilds this kind itself, whatever the target."""
+    layouts: tuple[str, ...] = ()
+    """The layouts :attr:`rebuild` makes (``"csr"``, ``"coo"`` ...), for a kind with :attr:`of`."""
+    dense: str = ""
+    """The framework each part is converted to before :attr:`rebuild` (default :attr:`of`;
+    ``"numpy"`` for SciPy's sparse arrays)."""
+    needs: Any = None
+    """What :attr:`rebuild` requires of its parts, by layout (index dtypes, sorted
+    indices ...), read by a source's :attr:`prepare`."""
+    prepare: Callable[[Any, Parts, CompositeAdapter], tuple[Parts, tuple[Fix, ...]]] | None = None
+    """``(registry, parts, the rebuilding kind)`` -> the parts checked (an invalid value
+    raises) and described as the rebuilding side reads them, and the :class:`Fix` es its
+    :attr:`needs` ask for; ``None``: the parts go as they are."""
+    reformat: Callable[[Any, str], Any] | None = None
+    """``(value, layout)`` -> the value in another layout by its framework's own call (the
+    ``format=`` option; ``"dense"``: a dense array); ``None``: it has one layout."""
+    within: bool = False
+    """Its values are values of :attr:`of`'s own type (a torch sparse tensor is a
+    ``torch.Tensor``): that framework's adapter owns the type, and :attr:`is_value` tells
+    each value apart."""
 
     def missing(self) -> str | None:
         return missing(self.name, self.package, self.install)
 
     def owns(self, x: Any) -> bool:
-        return owns(self.modules, self.is_value, x)
+        return not self.within and owns(self.modules, self.is_value, x)
 
 
 @record

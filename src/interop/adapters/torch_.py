@@ -6,6 +6,7 @@ import sys
 from functools import cache
 from typing import Any
 
+from .. import sparse
 from ..errors import UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView
@@ -15,9 +16,11 @@ from .base import (
     UNSUPPORTED,
     Accepts,
     ArrayAdapter,
+    CompositeAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
+    Parts,
     instance_test,
     itemsize_aligned,
     misaligned_complex,
@@ -420,3 +423,76 @@ ADAPTER = ArrayAdapter(
     gpu_present=_gpu_present,
     edges=_edges,
 )
+
+
+# ---- sparse tensors (torch.Tensor of a sparse layout: the composite kind within torch) ----
+@cache
+def _sparse_layouts() -> dict[Any, str]:
+    import torch
+
+    return {torch.sparse_coo: "coo", torch.sparse_csr: "csr", torch.sparse_csc: "csc",
+            torch.sparse_bsr: "bsr", torch.sparse_bsc: "bsc"}
+
+
+def _is_sparse(t: Any) -> bool:
+    return t.layout is not module("torch").strided and t.layout in _sparse_layouts()
+
+
+def _sparse_parts(t: Any) -> Parts:
+    layout = _sparse_layouts()[t.layout]
+    if t.dense_dim():
+        return Parts(f"{layout} with {t.dense_dim()} dense dimensions", (),
+                     (("shape", tuple(t.shape)),))
+    if layout == "coo":
+        return sparse.coo(t._values(), t._indices(), t.shape)
+    if layout == "csc":
+        return sparse.compressed(layout, t.values(), t.row_indices(), t.ccol_indices(), t.shape)
+    if layout in ("csr", "bsr"):
+        return sparse.compressed(layout, t.values(), t.col_indices(), t.crow_indices(), t.shape)
+    return Parts(layout, (), (("shape", tuple(t.shape)),))  # bsc: format= converts
+
+
+def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    import torch
+
+    a = dict(parts.arrays)
+    size = sparse.shape(parts)
+    if parts.layout == "coo":
+        return torch.sparse_coo_tensor(a["coords"], a["data"], size,
+                                       is_coalesced=sparse.canonical(parts))
+    build = {"csr": torch.sparse_csr_tensor, "csc": torch.sparse_csc_tensor,
+             "bsr": torch.sparse_bsr_tensor}[parts.layout]
+    return build(a["indptr"], a["indices"], a["data"], size, check_invariants=False)
+
+
+def _sparse_reformat(t: Any, layout: str) -> Any:
+    if layout == "dense":
+        return t.to_dense()
+    if layout in ("bsr", "bsc"):
+        raise UnsupportedConversionError(
+            f"format={layout!r}: torch needs a block size: call t.to_sparse_{layout}(blocksize)")
+    return getattr(t, f"to_sparse_{layout}")()
+
+
+_COMPRESSED_NEEDS = sparse.Needs(canonical=True, batched=True)
+SPARSE = CompositeAdapter(
+    name="torch.sparse",
+    modules=("torch",),
+    package="torch",
+    devices=("cpu", "cuda"),
+    is_value=_is_sparse,
+    parts=_sparse_parts,
+    rebuild=_sparse_rebuild,
+    of="torch",
+    layouts=("csr", "csc", "bsr", "coo"),
+    needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None),
+           "csr": _COMPRESSED_NEEDS, "csc": _COMPRESSED_NEEDS,
+           "bsr": sparse.Needs(canonical=True)},
+    prepare=sparse.prepare,
+    reformat=_sparse_reformat,
+    options=("format",),
+    within=True,
+    per_value_owner=True,
+)
+
+ADAPTERS = (ADAPTER, SPARSE)

@@ -1,0 +1,85 @@
+"""SciPy's sparse arrays and matrices (``csr``, ``csc``, ``coo``, ``bsr``; ``*_array`` and
+``*_matrix``) as composites (:mod:`interop.sparse`): their NumPy buffers handed over one by
+one, and built from any framework's sparse parts (as ``*_array``) on the target ``"scipy"``.
+
+SciPy keeps a COO value's coordinates as one array per dimension: they are one ``(ndim,
+nnz)`` buffer only when they are rows of one (as interop builds them); otherwise taking them
+apart stacks them (a copy of the coordinates, named in the plan).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import sparse
+from .base import CompositeAdapter, Parts, instance_test, module
+
+_is_value = instance_test("scipy.sparse", "sparray", "spmatrix")
+_BUILT = ("csr", "csc", "coo", "bsr")
+
+
+def _parts(m: Any) -> Parts:
+    fmt = m.format
+    if fmt in ("csr", "csc", "bsr"):
+        return sparse.compressed(fmt, m.data, m.indices, m.indptr, m.shape)
+    if fmt == "coo":
+        coords, stacked = _coords(m.coords)
+        parts = sparse.coo(m.data, coords, m.shape)
+        if stacked:
+            parts = parts.replace(copied=(("coords", "SciPy keeps one coordinate array per "
+                                           "dimension: stacked into one (ndim, nnz) array"),))
+        return parts
+    return Parts(fmt, (), (("shape", tuple(m.shape)),))  # dia, lil, dok: format= converts
+
+
+def _coords(rows: tuple[Any, ...]) -> tuple[Any, bool]:
+    """One ``(ndim, nnz)`` array of SciPy's per-dimension coordinate arrays: a view where
+    they are evenly spaced rows of one buffer, else a stacked copy (``True``)."""
+    np = module("numpy")
+    first = rows[0]
+    step = (rows[1].ctypes.data - first.ctypes.data) if len(rows) > 1 else 0
+    if all(r.dtype == first.dtype and r.strides == first.strides for r in rows) and all(
+            r.ctypes.data == first.ctypes.data + i * step for i, r in enumerate(rows)) and (
+            first.base is not None and step > 0):
+        view = np.lib.stride_tricks.as_strided(first, (len(rows), first.size),
+                                               (step, first.strides[0]), writeable=False)
+        return view, False
+    return np.stack(rows), True
+
+
+def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    sp = module("scipy.sparse")
+    a = dict(parts.arrays)
+    shape = sparse.shape(parts)
+    if parts.layout == "coo":
+        m = sp.coo_array((a["data"], tuple(a["coords"])), shape=shape)
+    else:
+        build = {"csr": sp.csr_array, "csc": sp.csc_array, "bsr": sp.bsr_array}[parts.layout]
+        m = build((a["data"], a["indices"], a["indptr"]), shape=shape)
+    m.has_canonical_format = sparse.canonical(parts)
+    return m
+
+
+def _reformat(m: Any, layout: str) -> Any:
+    return m.toarray() if layout == "dense" else m.asformat(layout)
+
+
+SPARSE = CompositeAdapter(
+    name="scipy",
+    modules=("scipy",),
+    package="scipy",
+    install="pip install scipy",
+    is_value=_is_value,
+    parts=_parts,
+    rebuild=_rebuild,
+    target=True,
+    of="scipy",
+    dense="numpy",
+    layouts=_BUILT,
+    needs={"coo": sparse.Needs(ndims=None)},
+    prepare=sparse.prepare,
+    reformat=_reformat,
+    options=("format",),
+)
+
+ADAPTERS = (SPARSE,)

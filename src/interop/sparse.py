@@ -1,0 +1,264 @@
+"""Sparse values as composites: their parts, their invariants, and the copies a target needs.
+
+A sparse value is a few dense arrays and a layout (:class:`~interop.adapters.base.Parts`):
+
+- ``"csr"``, ``"csc"``: ``data`` (``(*batch, nnz)``), ``indices`` (``(*batch, nnz)``) and
+  ``indptr`` (``(*batch, n + 1)``, ``n`` the rows of CSR, the columns of CSC);
+- ``"bsr"``: the same over blocks (``data`` of shape ``(nblocks, r, c)``);
+- ``"coo"``: ``data`` (``(nnz,)``) and ``coords``, laid out ``(ndim, nnz)`` (torch, SciPy,
+  pydata ``sparse``, paddle) or ``(nnz, ndim)`` (JAX, TensorFlow, Arrow) as ``meta["coords"]``
+  says;
+
+with ``meta``: ``shape``, and, once checked, ``canonical`` (indices sorted and distinct).
+Each framework's module reads and builds its own sparse type; this module is what they share:
+:func:`prepare` checks a value's invariants (never trusted: a bad index handed to torch
+crashes it later) and lists the :class:`~interop.adapters.base.Fix` es the target's
+:class:`Needs` ask for, each the cheapest honest copy (indices widened to int64, indices
+sorted within rows), never of the values unless they must move with their indices.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .adapters.base import Fix, Parts, module
+from .errors import InteropError
+from .record import record
+
+COMPRESSED = {"csr": -2, "csc": -1, "bsr": -2}
+"""The compressed layouts, and the axis of the shape their ``indptr`` runs over."""
+LAYOUTS = ("csr", "csc", "bsr", "coo")
+NDIM_FIRST, NNZ_FIRST = "ndim,nnz", "nnz,ndim"
+"""How ``coords`` of a COO value are laid out."""
+INDEX_ROLES = ("indices", "indptr", "coords")
+
+
+class MalformedError(InteropError, ValueError):
+    """A sparse value breaks its own format's invariants (an index out of range, index
+    pointers that decrease): no framework is handed it."""
+
+
+@record(frozen=True)
+class Needs:
+    """What a framework's sparse constructor requires of a layout's parts."""
+
+    index_dtypes: tuple[str, ...] = ("int32", "int64")
+    """The index dtypes it takes (others are widened to int64)."""
+    same_index_dtype: bool = True
+    """``indices`` and ``indptr`` of one dtype (the narrower is widened otherwise)."""
+    coords: str = NDIM_FIRST
+    """How it lays out COO coordinates; the other layout is handed over as a transposed
+    view, which the dense route takes as it is or copies (the index array only)."""
+    canonical: bool = False
+    """It requires sorted, distinct indices (torch's CSR, TensorFlow): others are sorted,
+    duplicates summed (a copy of data and indices)."""
+    ndims: tuple[int, ...] | None = (2,)
+    """The numbers of dimensions it builds (``None``: any)."""
+    batched: bool = False
+    """It builds CSR/CSC with leading batch dimensions."""
+
+
+def compressed(layout: str, data: Any, indices: Any, indptr: Any, shape: Any,
+               canonical: bool | None = None) -> Parts:
+    """The parts of a CSR, CSC or BSR value (``canonical``: what the framework knows)."""
+    return Parts(layout, (("data", data), ("indices", indices), ("indptr", indptr)),
+                 (("shape", tuple(int(n) for n in shape)), ("canonical", canonical)))
+
+
+def coo(data: Any, coords: Any, shape: Any, layout: str = NDIM_FIRST,
+        canonical: bool | None = None) -> Parts:
+    """The parts of a COO value whose ``coords`` are laid out as ``layout``."""
+    return Parts("coo", (("data", data), ("coords", coords)),
+                 (("shape", tuple(int(n) for n in shape)), ("coords", layout),
+                  ("canonical", canonical)))
+
+
+def shape(parts: Parts) -> tuple[int, ...]:
+    return parts.get("shape")
+
+
+def canonical(parts: Parts) -> bool:
+    """Whether the checked indices are sorted and distinct."""
+    return bool(parts.get("canonical"))
+
+
+# ---- checking ----------------------------------------------------------------------------
+def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...]]:
+    """``parts`` checked (:class:`MalformedError` for a broken invariant) with what was found
+    (``canonical``), COO coordinates as ``builder`` lays them out, and the fixes its
+    :class:`Needs` ask for. The index arrays are read on the host (a NumPy view of host
+    memory; device indices are copied to the host to be read)."""
+    np = module("numpy")
+    needs: Needs = (builder.needs or {}).get(parts.layout, Needs())
+    host = {r: reg.convert(a, "numpy", device="cpu") for r, a in parts.arrays
+            if r in INDEX_ROLES}
+    dims = shape(parts)
+    if needs.ndims is not None and len(dims) not in needs.ndims and not (
+            needs.batched and parts.layout in ("csr", "csc") and len(dims) == 3):
+        raise InteropError(f"{builder.of} builds {parts.layout} values of "
+                           f"{' or '.join(map(str, needs.ndims))} dimensions; this one has "
+                           f"shape {dims}")
+    if parts.layout == "coo":
+        coords = host["coords"]
+        if parts.get("coords") == NNZ_FIRST:
+            coords = coords.T
+        found = _check_coo(np, dims, parts.array("data"), coords)
+        if needs.coords != parts.get("coords"):  # the transposed view, for the dense route
+            parts = parts.replace({"coords": coords if needs.coords == NDIM_FIRST
+                                   else coords.T}, coords=needs.coords)
+            host["coords"] = parts.array("coords")
+    else:
+        found = _check_compressed(np, parts.layout, dims, parts.array("data"),
+                                  host["indices"], host["indptr"])
+    parts = parts.replace(canonical=found)
+    fixes = [Fix((role,), why, _same) for role, why in parts.get("copied", ())]
+    if needs.canonical and not found:
+        fixes.append(Fix(tuple(r for r, _ in parts.arrays),
+                         f"{builder.of} requires sorted, distinct indices: sorted "
+                         f"{'within each compressed row' if parts.layout != 'coo' else 'row-major'}, "
+                         "duplicates summed", lambda p: _canonicalised(reg, p)))
+    wide = _to_widen(np, host, needs)
+    if wide:
+        fixes.append(Fix(wide, f"{builder.of} takes {' or '.join(needs.index_dtypes)} indices"
+                         + (" of one dtype" if needs.same_index_dtype and len(host) > 1 else "")
+                         + ": widened to int64 (the values are not copied)",
+                         lambda p: _widened(reg, p, wide)))
+    return parts, tuple(fixes)
+
+
+def _check_compressed(np: Any, layout: str, dims: tuple[int, ...], data: Any, indices: Any,
+                      indptr: Any) -> bool:
+    """Checks a CSR/CSC/BSR value; whether its indices are sorted and distinct in each row."""
+    block = (1, 1)
+    if layout == "bsr":
+        block = tuple(int(n) for n in data.shape[-2:])
+        if len(dims) != 2 or dims[0] % block[0] or dims[1] % block[1]:
+            raise MalformedError(f"a BSR value of shape {dims} is not a whole number of "
+                                 f"{block} blocks")
+    rows = dims[COMPRESSED[layout]] // block[COMPRESSED[layout]]
+    cols = dims[-1 - (COMPRESSED[layout] + 2)] // block[-1 - (COMPRESSED[layout] + 2)]
+    batch = dims[:-2]
+    ptr = indptr.reshape(-1, indptr.shape[-1]) if indptr.ndim else indptr.reshape(1, 1)
+    idx = indices.reshape(ptr.shape[0], -1)
+    what = f"{layout} value of shape {dims}"
+    if indices.dtype.kind not in "iu" or indptr.dtype.kind not in "iu":
+        raise MalformedError(f"the {what} has index arrays of dtypes {indices.dtype} and "
+                             f"{indptr.dtype}; indices are integers")
+    if indptr.shape != (*batch, rows + 1):
+        raise MalformedError(f"the {what} has indptr of shape {indptr.shape}; it needs "
+                             f"{(*batch, rows + 1)}")
+    nnz = indices.shape[-1] if indices.ndim else 0
+    if indices.shape != (*batch, nnz) or (layout != "bsr" and data.shape[:len(batch) + 1]
+                                          != (*batch, nnz)) or (
+            layout == "bsr" and data.shape[0] != nnz):
+        raise MalformedError(f"the {what} has {nnz} indices per matrix but data of shape "
+                             f"{tuple(data.shape)}")
+    if ptr.size and (np.any(ptr[:, 0] != 0) or np.any(ptr[:, -1] != nnz)):
+        raise MalformedError(f"the {what} has indptr starting at {ptr[:, 0].min()} and ending at "
+                             f"{ptr[:, -1].max()}; it runs from 0 to the {nnz} stored entries")
+    if rows and np.any(ptr[:, 1:] < ptr[:, :-1]):
+        raise MalformedError(f"the {what} has decreasing index pointers (indptr)")
+    if nnz and (idx.min() < 0 or idx.max() >= cols):
+        raise MalformedError(f"the {what} has indices from {idx.min()} to {idx.max()}; "
+                             f"they must lie in [0, {cols})")
+    if nnz < 2:
+        return True
+    step = np.diff(idx, axis=-1) > 0
+    for b in range(ptr.shape[0]):  # a new row may start lower
+        starts = ptr[b, 1:-1]
+        starts = starts[(starts > 0) & (starts < nnz)] - 1
+        step[b, starts] = True
+    return bool(step.all())
+
+
+def _check_coo(np: Any, dims: tuple[int, ...], data: Any, coords: Any) -> bool:
+    """Checks a COO value (``coords`` as ``(ndim, nnz)``); whether its coordinates are
+    sorted row-major and distinct."""
+    what = f"coo value of shape {dims}"
+    if coords.dtype.kind not in "iu":
+        raise MalformedError(f"the {what} has coordinates of dtype {coords.dtype}; "
+                             "coordinates are integers")
+    if coords.ndim != 2 or coords.shape[0] != len(dims):
+        raise MalformedError(f"the {what} has coordinates of shape {coords.shape}; it needs "
+                             f"{len(dims)} per entry")
+    nnz = coords.shape[1]
+    if tuple(data.shape) != (nnz,):
+        raise MalformedError(f"the {what} has {nnz} coordinates but data of shape "
+                             f"{tuple(data.shape)}")
+    if not nnz:
+        return True
+    low, high = coords.min(axis=1), coords.max(axis=1)
+    bad = [d for d in range(len(dims)) if low[d] < 0 or high[d] >= dims[d]]
+    if bad:
+        d = bad[0]
+        raise MalformedError(f"the {what} has coordinates from {low[d]} to {high[d]} along "
+                             f"dimension {d}; they must lie in [0, {dims[d]})")
+    if nnz < 2:
+        return True
+    return bool(np.all(np.diff(_linear(np, coords, dims)) > 0))
+
+
+def _linear(np: Any, coords: Any, dims: tuple[int, ...]) -> Any:
+    """Each entry's row-major position (the dims' product fits int64: a framework's shape
+    does)."""
+    return np.ravel_multi_index(tuple(coords.astype(np.intp, copy=False)), dims)
+
+
+# ---- fixes -------------------------------------------------------------------------------
+def _same(parts: Parts) -> Parts:
+    """A fix already made while taking the value apart."""
+    return parts
+
+
+def _to_widen(np: Any, host: dict[str, Any], needs: Needs) -> tuple[str, ...]:
+    kinds = {r: a.dtype.name for r, a in host.items()}
+    wide = [r for r, k in kinds.items() if k not in needs.index_dtypes]
+    if needs.same_index_dtype and len(set(kinds.values())) > 1:
+        wide = [r for r, k in kinds.items() if k != "int64"]
+    return tuple(wide)
+
+
+def _widened(reg: Any, parts: Parts, roles: tuple[str, ...]) -> Parts:
+    np = module("numpy")
+    return parts.replace({r: _host(reg, parts.array(r)).astype(np.int64) for r in roles})
+
+
+def _host(reg: Any, a: Any) -> Any:
+    """A host NumPy array of ``a`` (a part of a value being fixed)."""
+    return reg.convert(a, "numpy", device="cpu")
+
+
+def _canonicalised(reg: Any, parts: Parts) -> Parts:
+    """The entries sorted (row-major, or by column within each row) and duplicates summed:
+    new data and index arrays."""
+    np = module("numpy")
+    dims = shape(parts)
+    data = _host(reg, parts.array("data"))
+    if parts.layout == "coo":
+        ndim_first = parts.get("coords") == NDIM_FIRST
+        coords = _host(reg, parts.array("coords"))
+        coords = coords if ndim_first else coords.T
+        lin = _linear(np, coords, dims)
+        order = np.argsort(lin, kind="stable")
+        lin = lin[order]
+        first = np.concatenate(([True], lin[1:] != lin[:-1])) if lin.size else lin.astype(bool)
+        summed = np.add.reduceat(data[order], np.flatnonzero(first)) if lin.size else data
+        new = np.stack(np.unravel_index(lin[first], dims)).astype(coords.dtype)
+        return parts.replace({"data": summed,
+                              "coords": new if ndim_first else np.ascontiguousarray(new.T)},
+                             canonical=True)
+    indices, indptr = _host(reg, parts.array("indices")), _host(reg, parts.array("indptr"))
+    if indptr.ndim != 1:
+        raise InteropError(f"a batched {parts.layout} value with unsorted or duplicate "
+                           "indices: sort each matrix first (the target requires sorted, "
+                           "distinct indices)")
+    rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+    order = np.lexsort((indices, rows))
+    rows, cols = rows[order], indices[order]
+    first = np.ones(rows.size, bool)
+    first[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
+    keep = np.flatnonzero(first)
+    summed = np.add.reduceat(data[order], keep, axis=0) if keep.size else data
+    ptr = np.zeros_like(indptr)
+    np.cumsum(np.bincount(rows[keep], minlength=indptr.size - 1), out=ptr[1:])
+    return parts.replace({"data": summed, "indices": cols[keep], "indptr": ptr}, canonical=True)
