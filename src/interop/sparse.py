@@ -49,6 +49,9 @@ class Needs:
     coords: str = NDIM_FIRST
     """How it lays out COO coordinates; the other layout is handed over as a transposed
     view, which the dense route takes as it is or copies (the index array only)."""
+    strided_coords: bool = True
+    """It takes COO coordinates as a strided view (otherwise the transposed view is copied
+    into its layout: the coordinates only)."""
     canonical: bool = False
     """It requires sorted, distinct indices (torch's CSR, TensorFlow): others are sorted,
     duplicates summed (a copy of data and indices)."""
@@ -112,6 +115,10 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
                                   host["indices"], host["indptr"])
     parts = parts.replace(canonical=found)
     fixes = [Fix((role,), why, _same) for role, why in parts.get("copied", ())]
+    if parts.layout == "coo" and not needs.strided_coords and not _compact(host["coords"]):
+        fixes.append(Fix(("coords",), f"{builder.of} takes compact {needs.coords} "
+                         "coordinates: transposed (the coordinates only)",
+                         lambda p: _compacted(reg, p)))
     if needs.canonical and not found:
         fixes.append(Fix(tuple(r for r, _ in parts.arrays),
                          f"{builder.of} requires sorted, distinct indices: sorted "
@@ -205,6 +212,15 @@ def _linear(np: Any, coords: Any, dims: tuple[int, ...]) -> Any:
 
 
 # ---- fixes -------------------------------------------------------------------------------
+def _compact(a: Any) -> bool:
+    return bool(a.flags.c_contiguous)
+
+
+def _compacted(reg: Any, parts: Parts) -> Parts:
+    np = module("numpy")
+    return parts.replace({"coords": np.ascontiguousarray(_host(reg, parts.array("coords")))})
+
+
 def _same(parts: Parts) -> Parts:
     """A fix already made while taking the value apart."""
     return parts

@@ -6,8 +6,8 @@ builds the registry from these lists. Order matters only for detection: specific
 first, the table kinds (:mod:`interop.tables.adapters`) next, the generic producers last.
 """
 
-FRAMEWORKS = ("numpy_", "torch_", "jax_", "tensorflow_", "paddle_", "pyarrow_", "scipy_", "pandas_",
-              "polars_", "cupy_", "numba_", "cudf_", "dali_", "capsule")
+FRAMEWORKS = ("numpy_", "torch_", "jax_", "tensorflow_", "paddle_", "pyarrow_", "scipy_",
+              "sparse_", "pandas_", "polars_", "cupy_", "numba_", "cudf_", "dali_", "capsule")
 """The modules of the array frameworks, each with an ``ADAPTER``."""
 
 PRODUCERS = "producer"

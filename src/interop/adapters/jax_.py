@@ -13,6 +13,8 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from .. import sparse
+from ..errors import UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
 from . import numpy_
@@ -23,9 +25,11 @@ from .base import (
     WRITEABLE,
     Accepts,
     ArrayAdapter,
+    CompositeAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
+    Parts,
     instance_test,
     memo,
     module,
@@ -291,3 +295,59 @@ ADAPTER = ArrayAdapter(
     gpu_present=_gpu_present,
     edges=_edges,
 )
+
+
+# ---- sparse arrays: jax.experimental.sparse BCOO and BCSR --------------------------------
+_is_sparse = instance_test("jax.experimental.sparse", "BCOO", "BCSR")
+
+
+def _sparse_parts(x: Any) -> Parts:
+    bcoo = type(x).__name__ == "BCOO"
+    if x.n_dense or (bcoo and x.n_batch):
+        return Parts(f"{type(x).__name__} with n_batch={x.n_batch}, n_dense={x.n_dense}", (),
+                     (("shape", tuple(x.shape)),))
+    if bcoo:
+        return sparse.coo(x.data, x.indices, x.shape, sparse.NNZ_FIRST)
+    return sparse.compressed("csr", x.data, x.indices, x.indptr, x.shape)
+
+
+def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    js = module("jax.experimental.sparse")
+    a, ok = dict(parts.arrays), sparse.canonical(parts)
+    if parts.layout == "coo":
+        return js.BCOO((a["data"], a["coords"]), shape=sparse.shape(parts),
+                       indices_sorted=ok, unique_indices=ok)
+    return js.BCSR((a["data"], a["indices"], a["indptr"]), shape=sparse.shape(parts),
+                   indices_sorted=ok, unique_indices=ok)
+
+
+def _sparse_reformat(x: Any, layout: str) -> Any:
+    js = module("jax.experimental.sparse")
+    if layout == "dense":
+        return x.todense()
+    if layout == "coo":
+        return x.to_bcoo() if type(x).__name__ == "BCSR" else x
+    if layout == "csr":
+        return js.BCSR.from_bcoo(x if type(x).__name__ == "BCOO" else x.to_bcoo())
+    raise UnsupportedConversionError(f"format={layout!r}: JAX has BCOO ('coo') and BCSR "
+                                     "('csr') only")
+
+
+SPARSE = CompositeAdapter(
+    name="jax.sparse",
+    modules=("jax",),
+    package="jax",
+    devices=("cpu", "cuda"),
+    is_value=_is_sparse,
+    parts=_sparse_parts,
+    rebuild=_sparse_rebuild,
+    of="jax",
+    layouts=("csr", "coo"),
+    needs={"coo": sparse.Needs(coords=sparse.NNZ_FIRST, ndims=None),
+           "csr": sparse.Needs(batched=True)},
+    prepare=sparse.prepare,
+    reformat=_sparse_reformat,
+    options=("format",),
+)
+
+ADAPTERS = (ADAPTER, SPARSE)

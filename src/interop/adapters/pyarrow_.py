@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .. import sparse
 from ..errors import NullsError
 from ..view import BufferView
 from .base import (
@@ -16,8 +17,10 @@ from .base import (
     UNSUPPORTED,
     Accepts,
     ArrayAdapter,
+    CompositeAdapter,
     Edge,
     NeedsCopy,
+    Parts,
     instance_test,
     memo,
     memo_by,
@@ -230,3 +233,56 @@ ADAPTER = ArrayAdapter(
 )
 
 
+
+
+# ---- sparse tensors: SparseCSRMatrix, SparseCSCMatrix, SparseCOOTensor --------------------
+_SPARSE_TYPES = {"SparseCSRMatrix": "csr", "SparseCSCMatrix": "csc", "SparseCOOTensor": "coo"}
+_is_sparse = instance_test("pyarrow", *_SPARSE_TYPES)
+
+
+def _sparse_parts(x: Any) -> Parts:
+    layout = _SPARSE_TYPES[type(x).__name__]
+    if layout == "coo":
+        data, coords = x.to_numpy()  # views of its buffers; data is (nnz, 1)
+        return sparse.coo(data.reshape(-1), coords, x.shape, sparse.NNZ_FIRST)
+    data, indptr, indices = x.to_numpy()
+    return sparse.compressed(layout, data.reshape(-1), indices, indptr, x.shape)
+
+
+def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    pa = module("pyarrow")
+    a, shape = dict(parts.arrays), list(sparse.shape(parts))
+    if parts.layout == "coo":
+        return pa.SparseCOOTensor.from_numpy(a["data"], a["coords"], shape=shape)
+    build = pa.SparseCSRMatrix if parts.layout == "csr" else pa.SparseCSCMatrix
+    return build.from_numpy(a["data"], a["indptr"], a["indices"], shape=shape)
+
+
+def _sparse_reformat(x: Any, layout: str) -> Any:
+    if layout == "dense":
+        return x.to_tensor().to_numpy()
+    raise UnsupportedConversionError(
+        f"format={layout!r}: pyarrow has no conversion between sparse formats; convert to "
+        f"SciPy first (interop.to_framework(x, 'scipy', format={layout!r}))")
+
+
+_INT64 = ("int64",)
+SPARSE = CompositeAdapter(
+    name="pyarrow.sparse",
+    modules=("pyarrow",),
+    package="pyarrow",
+    is_value=_is_sparse,
+    parts=_sparse_parts,
+    rebuild=_sparse_rebuild,
+    of="pyarrow",
+    dense="numpy",
+    layouts=("csr", "csc", "coo"),
+    needs={"coo": sparse.Needs(index_dtypes=_INT64, coords=sparse.NNZ_FIRST, ndims=None,
+                               strided_coords=False),
+           "csr": sparse.Needs(index_dtypes=_INT64), "csc": sparse.Needs(index_dtypes=_INT64)},
+    prepare=sparse.prepare,
+    reformat=_sparse_reformat,
+    options=("format",),
+)
+
+ADAPTERS = (ADAPTER, SPARSE)

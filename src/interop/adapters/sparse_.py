@@ -1,0 +1,72 @@
+"""pydata ``sparse`` (``sparse.COO``, ``sparse.GCXS``) as composites (:mod:`interop.sparse`):
+COO of any number of dimensions, GCXS of two as CSR (rows compressed) or CSC (columns), its
+NumPy buffers handed over one by one; built from any framework's sparse parts on the target
+``"sparse"``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import sparse
+from ..errors import UnsupportedConversionError
+from .base import CompositeAdapter, Parts, instance_test, module
+
+_is_value = instance_test("sparse", "COO", "GCXS")
+_AXES = {(0,): "csr", (1,): "csc"}
+
+
+def _parts(x: Any) -> Parts:
+    if type(x).__name__ == "COO":
+        if x.fill_value != 0:
+            return Parts(f"coo with fill value {x.fill_value}", (), (("shape", x.shape),))
+        return sparse.coo(x.data, x.coords, x.shape)
+    layout = _AXES.get(tuple(x.compressed_axes)) if x.ndim == 2 else None
+    if layout is None:
+        return Parts(f"gcxs compressed along {x.compressed_axes} of {x.ndim} dimensions", (),
+                     (("shape", x.shape),))
+    return sparse.compressed(layout, x.data, x.indices, x.indptr, x.shape)
+
+
+def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    pydata = module("sparse")
+    a, shape, ok = dict(parts.arrays), sparse.shape(parts), sparse.canonical(parts)
+    if parts.layout == "coo":
+        return pydata.COO(a["coords"], a["data"], shape=shape, has_duplicates=not ok,
+                          sorted=ok)
+    axes = (0,) if parts.layout == "csr" else (1,)
+    return pydata.GCXS((a["data"], a["indices"], a["indptr"]), shape=shape,
+                       compressed_axes=axes)
+
+
+def _reformat(x: Any, layout: str) -> Any:
+    if layout == "dense":
+        return x.todense()
+    if layout == "coo":
+        return x.asformat("coo")
+    if layout in ("csr", "csc"):
+        return x.asformat("gcxs", compressed_axes=(0,) if layout == "csr" else (1,))
+    raise UnsupportedConversionError(f"format={layout!r}: pydata sparse builds 'coo', "
+                                     "'csr' and 'csc' (GCXS) values")
+
+
+SPARSE = CompositeAdapter(
+    name="sparse",
+    aliases=("pydata-sparse",),
+    modules=("sparse",),
+    package="sparse",
+    install="pip install sparse",
+    is_value=_is_value,
+    parts=_parts,
+    rebuild=_rebuild,
+    target=True,
+    of="sparse",
+    dense="numpy",
+    layouts=("csr", "csc", "coo"),
+    needs={"coo": sparse.Needs(ndims=None), "csr": sparse.Needs(canonical=True),
+           "csc": sparse.Needs(canonical=True)},
+    prepare=sparse.prepare,
+    reformat=_reformat,
+    options=("format",),
+)
+
+ADAPTERS = (SPARSE,)
