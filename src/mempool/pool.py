@@ -280,7 +280,8 @@ class Pool:
         Idempotent. Every framework is uninstalled (one that cannot be given back never
         stops the others), then every device gets its previous RMM resource, and with
         ``backend="async"`` its previous current pool and release threshold. What cannot
-        be given back is kept in ``unrestored`` and named in one :class:`~mempool.errors.MempoolWarning`:
+        be given back is kept in ``unrestored`` and named in one
+        :class:`~mempool.errors.MempoolWarning`:
 
         * ``backend="pool"`` with PyTorch routed: PyTorch keeps RMM's pluggable allocator
           and frees through RMM's current resource, so the pool stays RMM's resource on its
