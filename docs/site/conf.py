@@ -34,10 +34,9 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 # Markdown: GitHub's heading anchors (the guides link to them), its tables and footnotes.
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence"]
-suppress_warnings = ["myst.header"]  # the table page's footnote headings start at level 2
 
-# Strict: a reference to one of our names that resolves nowhere is an error (scripts/docs.sh
-# passes -n -W). Third-party and typing names in signatures are not ours to document.
+# Strict: a reference to one of our names that resolves nowhere is an error (build.py passes
+# -n -W). Third-party and typing names in signatures are not ours to document.
 nitpicky = True
 nitpick_ignore_regex = [
     ("py:.*", r"(typing|collections\.abc|types|numpy|np|torch|jax|pyarrow|pa|pandas|dask"

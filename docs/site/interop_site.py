@@ -64,23 +64,29 @@ def _navigation() -> str:
     return "\n".join(out) + "\n"
 
 
-def live_table() -> str:
-    """``interop table --markdown`` probed here, with the committed GPU section (a GPU cell
-    comes only from a recorded device run, never from the building machine's guess)."""
-    from interop.cli.table.render import GPU_HEADING
-
+def start_table() -> subprocess.Popen:
+    """``interop table --markdown``, started in its own process: it probes while the other
+    pages are read (the table page is read last)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]),
         TF_CPP_MIN_LOG_LEVEL="3", GLOG_minloglevel="3", PYTHONWARNINGS="ignore")
-    run = subprocess.run([sys.executable, "-m", "interop", "table", "--markdown"], env=env,
-                         capture_output=True, text=True, cwd=ROOT)
-    if run.returncode:
-        raise ExtensionError(f"`interop table --markdown` failed (exit {run.returncode}):\n"
-                             f"{run.stderr[-4000:]}")
+    return subprocess.Popen([sys.executable, "-m", "interop", "table", "--markdown"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def live_table(probe: subprocess.Popen) -> str:
+    """The table ``probe`` printed, with the committed GPU section (a GPU cell comes only from
+    a recorded device run, never from the building machine's guess)."""
+    from interop.cli.table.render import GPU_HEADING
+
+    out, err = probe.communicate()
+    if probe.returncode:
+        raise ExtensionError(f"`interop table --markdown` failed (exit {probe.returncode}):\n"
+                             f"{err[-4000:]}")
     committed = (ROOT / f"{TABLE_PAGE}.md").read_text()
-    if GPU_HEADING not in committed or GPU_HEADING not in run.stdout:
+    if GPU_HEADING not in committed or GPU_HEADING not in out:
         raise ExtensionError(f"{TABLE_PAGE}.md or the live table has no {GPU_HEADING!r} section")
-    cpu = run.stdout.split(GPU_HEADING, 1)[0].rstrip("\n")
+    cpu = out.split(GPU_HEADING, 1)[0].rstrip("\n")
     note = ("\n\n:::{note}\nThe sections above were probed on the machine that built this "
             "site, when it built it. The GPU section below is the device run committed in "
             f"the repository's `{TABLE_PAGE}.md`.\n:::\n\n")
@@ -94,11 +100,24 @@ def _check_figures(text: str) -> None:
                            location=PERFORMANCE_PAGE)
 
 
+_probes: dict[int, subprocess.Popen] = {}  # per Sphinx application: its table probe
+
+
+def on_builder_inited(app: Sphinx) -> None:
+    _probes[id(app)] = start_table()
+
+
+def on_before_read(app: Sphinx, env: Any, docnames: list[str]) -> None:
+    if TABLE_PAGE in docnames:  # last: the probe runs while the other pages are read
+        docnames.remove(TABLE_PAGE)
+        docnames.append(TABLE_PAGE)
+
+
 def on_source_read(app: Sphinx, docname: str, source: list[str]) -> None:
     if docname == app.config.root_doc:
         source[0] += _navigation()
     elif docname == TABLE_PAGE:
-        source[0] = live_table()
+        source[0] = live_table(_probes.pop(id(app)))
     elif docname == PERFORMANCE_PAGE:
         _check_figures(source[0])
 
@@ -291,6 +310,10 @@ def on_check_consistency(app: Sphinx, env: Any) -> None:
 
 # ---- the site's front door -------------------------------------------------------------------
 def on_build_finished(app: Sphinx, exception: Exception | None) -> None:
+    probe = _probes.pop(id(app), None)
+    if probe is not None:  # the table page was not read (an error stopped the build first)
+        probe.kill()
+        probe.communicate()
     if exception is None and app.builder.format == "html":
         target = app.builder.get_target_uri(app.config.root_doc)
         (Path(app.outdir) / "index.html").write_text(
@@ -300,9 +323,11 @@ def on_build_finished(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("builder-inited", on_builder_inited)
+    app.connect("env-before-read-docs", on_before_read)
     app.connect("source-read", on_source_read)
     app.connect("autodoc-process-docstring", on_docstring)
     app.connect("env-check-consistency", on_check_consistency)
     app.connect("build-finished", on_build_finished)
     app.add_directive("interop-cli", CLIReference)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    return {"parallel_read_safe": False, "parallel_write_safe": True}
