@@ -59,6 +59,8 @@ class Needs:
     """The numbers of dimensions it builds (``None``: any)."""
     batched: bool = False
     """It builds CSR/CSC with leading batch dimensions."""
+    empty: bool = True
+    """It builds a value with no stored entries (Arrow's COO tensor refuses an empty index)."""
 
 
 def compressed(layout: str, data: Any, indices: Any, indptr: Any, shape: Any,
@@ -101,6 +103,9 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
         raise InteropError(f"{builder.of} builds {parts.layout} values of "
                            f"{' or '.join(map(str, needs.ndims))} dimensions; this one has "
                            f"shape {dims}")
+    if not needs.empty and not parts.array("data").shape[0]:
+        raise InteropError(f"{builder.of} builds no {parts.layout} value without stored "
+                           "entries; format='dense' densifies it")
     if parts.layout == "coo":
         coords = host["coords"]
         if parts.get("coords") == NNZ_FIRST:
@@ -120,9 +125,9 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
                          "coordinates: transposed (the coordinates only)",
                          lambda p: _compacted(reg, p)))
     if needs.canonical and not found:
+        order = "row-major" if parts.layout == "coo" else "within each compressed row"
         fixes.append(Fix(tuple(r for r, _ in parts.arrays),
-                         f"{builder.of} requires sorted, distinct indices: sorted "
-                         f"{'within each compressed row' if parts.layout != 'coo' else 'row-major'}, "
+                         f"{builder.of} requires sorted, distinct indices: sorted {order}, "
                          "duplicates summed", lambda p: _canonicalised(reg, p)))
     wide = _to_widen(np, host, needs)
     if wide:
@@ -213,7 +218,13 @@ def _linear(np: Any, coords: Any, dims: tuple[int, ...]) -> Any:
 
 # ---- fixes -------------------------------------------------------------------------------
 def _compact(a: Any) -> bool:
-    return bool(a.flags.c_contiguous)
+    """Whether ``a`` is laid out row-major by its strides (empty arrays included, whose
+    strides NumPy's flags do not read)."""
+    stride, strides = a.itemsize, []
+    for n in reversed(a.shape):
+        strides.append(stride)
+        stride *= n
+    return tuple(reversed(strides)) == a.strides
 
 
 def _compacted(reg: Any, parts: Parts) -> Parts:

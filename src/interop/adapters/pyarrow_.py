@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from .. import sparse
-from ..errors import NullsError
+from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
 from .base import (
     ALIGNED,
@@ -267,6 +267,9 @@ def _sparse_reformat(x: Any, layout: str) -> Any:
 
 
 _INT64 = ("int64",)
+_CANONICAL = sparse.Needs(index_dtypes=_INT64, canonical=True)
+"""Arrow's dense form of a value overwrites a duplicate entry (SciPy, torch and JAX sum
+them): duplicates are summed, and the entries sorted, before Arrow sees them."""
 SPARSE = CompositeAdapter(
     name="pyarrow.sparse",
     modules=("pyarrow",),
@@ -278,8 +281,8 @@ SPARSE = CompositeAdapter(
     dense="numpy",
     layouts=("csr", "csc", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=_INT64, coords=sparse.NNZ_FIRST, ndims=None,
-                               strided_coords=False),
-           "csr": sparse.Needs(index_dtypes=_INT64), "csc": sparse.Needs(index_dtypes=_INT64)},
+                               strided_coords=False, canonical=True, empty=False),
+           "csr": _CANONICAL, "csc": _CANONICAL},
     prepare=sparse.prepare,
     reformat=_sparse_reformat,
     options=("format",),

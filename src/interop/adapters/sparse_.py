@@ -28,6 +28,8 @@ def _parts(x: Any) -> Parts:
 
 
 def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    """Its constructors sort and sum an unsorted COO value themselves (a copy), so the
+    value comes sorted (:attr:`~interop.sparse.Needs.canonical`): interop does it, saying so."""
     pydata = module("sparse")
     a, shape, ok = dict(parts.arrays), sparse.shape(parts), sparse.canonical(parts)
     if parts.layout == "coo":
@@ -62,8 +64,8 @@ SPARSE = CompositeAdapter(
     of="sparse",
     dense="numpy",
     layouts=("csr", "csc", "coo"),
-    needs={"coo": sparse.Needs(ndims=None), "csr": sparse.Needs(canonical=True),
-           "csc": sparse.Needs(canonical=True)},
+    needs={"coo": sparse.Needs(ndims=None, canonical=True),
+           "csr": sparse.Needs(canonical=True), "csc": sparse.Needs(canonical=True)},
     prepare=sparse.prepare,
     reformat=_reformat,
     options=("format",),
