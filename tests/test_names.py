@@ -14,8 +14,8 @@ from interop.errors import DeviceError, InteropError, UnknownFrameworkError
 torch = pytest.importorskip("torch")
 pa = pytest.importorskip("pyarrow")
 
-KNOWN = ("cudf, cupy, dlpack, jax, numba, numpy, paddle, pandas, polars, pyarrow, tensorflow, "
-         "torch")
+KNOWN = ("cudf, cupy, dlpack, jax, numba, numpy, paddle, pandas, polars, pyarrow, scipy, sparse, "
+         "tensorflow, torch")
 
 
 @pytest.mark.parametrize("typed, suggested", [

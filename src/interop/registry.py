@@ -39,6 +39,7 @@ class Registry:
         self._owners: dict[type, str | None] = {}
         self.routes = Routes(self.adapters)
         self.runner = Runner(self.adapters, self.routes)
+        self.runner.split = _splitting(self)
         self.cache = PlanCache()
         """The plans made so far (a pair's later calls look them up)."""
         self._lock = threading.RLock()
@@ -176,14 +177,7 @@ class Registry:
                 def keep(fn: Convert) -> None:
                     self.cache.keep(tp, target, tgt, device, copy, fn)
 
-                inner = self.within.get(route.source)
-                if inner is not None:  # its values of several buffers take their own way
-                    split = _splitting(self, inner.is_value, target, device, copy)
-                    fn = self.runner.plan(route, copy, stream, tp,
-                                          (lambda f: keep(split(f))) if kept else None)
-                    fn = split(fn)
-                else:
-                    fn = self.runner.plan(route, copy, stream, tp, keep if kept else None)
+                fn = self.runner.plan(route, copy, stream, tp, keep if kept else None)
             if kept:
                 self.cache.keep(type(x), target, tgt, device, copy, fn)
             return fn
@@ -222,17 +216,26 @@ class Registry:
         return explain(self, x, target, device, copy, options)
 
 
-def _splitting(reg: Registry, several: Callable[[Any], bool], target: str, device: Any,
-               copy: bool | None) -> Callable[[Convert], Convert]:
-    """Wraps a framework's array plan so that its values of several buffers (``several``)
-    take their composite route instead."""
-    def split(fn: Convert) -> Convert:
-        def plan(x: Any) -> Any:
-            if several(x):
-                return reg.plan_for(x, target, device, copy, None)(x)
-            return fn(x)
+def _splitting(reg: Registry) -> Callable[[Any, bool | None], Callable[[Convert], Convert] | None]:
+    """The runner's :attr:`~interop.runner.Runner.split`: for a route out of a framework
+    whose values of several buffers share its arrays' type (torch's sparse tensors), what
+    wraps the checked entry of its plans so that such a value takes its composite route (a
+    plan's fast form reaches that entry for any value its guard or call refuses)."""
+    def split(route: Any, copy: bool | None) -> Callable[[Convert], Convert] | None:
+        inner = reg.within.get(route.source)
+        if inner is None:
+            return None
+        several, target, device = inner.is_value, route.target, route.device
 
-        return plan
+        def wrap(fn: Convert) -> Convert:
+            def plan(x: Any) -> Any:
+                if several(x):
+                    return reg.plan_for(x, target, device, copy, None)(x)
+                return fn(x)
+
+            return plan
+
+        return wrap
 
     return split
 

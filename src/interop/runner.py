@@ -52,24 +52,32 @@ class Runner:
     def __init__(self, adapters: dict[str, Any], routes: Routes) -> None:
         self.adapters = adapters
         self.routes = routes
+        self.split: Callable[[Route, bool | None], Callable[[Convert], Convert] | None] = (
+            lambda route, copy: None)
+        """``(route, copy)`` -> what wraps the checked entry of the route's plans so that a
+        value of several buffers of the source's array type takes another way (set by the
+        registry), or ``None``."""
 
     # ---- compiling -----------------------------------------------------------------------
     def compile(self, src: str, tgt: str, copy: bool | None, device: str = "cpu",
                 stream: Any = None, source_type: type | None = None,
-                edges: tuple[Edge, ...] | None = None) -> Compiled:
+                edges: tuple[Edge, ...] | None = None,
+                split: Callable[[Convert], Convert] | None = None) -> Compiled:
         """The plan of ``edges`` (by default the route from ``src`` to ``tgt`` on ``device``):
         its checked steps and, when ``copy`` is ``None`` and a ``source_type`` is given,
         what makes their fast form (made when asked: a pair converted once never needs
-        it)."""
+        it). ``split`` wraps the checked entry (:attr:`split`)."""
         if edges is None:
             edges = self.routes.route(src, tgt, device)
         if edges is None:
             raise UnsupportedConversionError(
                 f"no conversion path from {src} to {tgt} on {device}")
+        split = split or _identity
         if copy is True:
-            return Compiled(tuple(edges), lambda x: self.copy_route(src, x, tgt, device, stream))
+            return Compiled(tuple(edges), split(
+                lambda x: self.copy_route(src, x, tgt, device, stream)))
         if not edges:
-            return Compiled((), _identity)
+            return Compiled((), split(_identity))
         if stream is not None:
             edges = [self._with_stream(e, stream) for e in edges]
         calls = [e.converter() for e in edges]
@@ -79,6 +87,7 @@ class Runner:
             then = self._checked_step(e, call, then, tgt, copy, device, stream)
             checked.append(then)
         checked.reverse()
+        checked[0] = split(checked[0])
         if copy is not None or source_type is None:
             return Compiled(tuple(edges), checked[0])
 
@@ -100,14 +109,16 @@ class Runner:
         second value on, only then)."""
         if route.per_value:
             return self.dispatch(route, copy, source_type if keep is not None else None)
+        split = self.split(route, copy)
         if route.move is not None:
             name, tgt, move = route.source, route.target, route.move
-            return lambda x: self.move(name, x, tgt, move, copy)
+            moving: Convert = lambda x: self.move(name, x, tgt, move, copy)  # noqa: E731
+            return split(moving) if split is not None else moving
         if stream is not None:
             stream = dlpack.stream_argument(stream, dlpack.Device.CUDA)
         route.raise_no_path()
         compiled = self.compile(route.source, route.target, copy, route.have[0], stream,
-                                source_type, route.edges)
+                                source_type, route.edges, split)
         if compiled.fast is None or keep is None:
             return compiled.run
         return promoting(compiled.run, compiled.fast, keep)

@@ -27,6 +27,7 @@ import sys
 from functools import cache
 from typing import Any
 
+from .. import sparse
 from ..errors import FrameworkMissingError, UnsupportedConversionError
 from ..protocols import dlpack
 from ..protocols.array_interface import view_of_numpy
@@ -36,8 +37,10 @@ from .base import (
     NEEDS_COPY,
     UNSUPPORTED,
     ArrayAdapter,
+    CompositeAdapter,
     ConsumerRules,
     Edge,
+    Parts,
     fixed,
     gpu_probe,
     installed,
@@ -248,3 +251,59 @@ ADAPTER = ArrayAdapter(
     gpu_present=_gpu_present,
     edges=_edges,
 )
+
+
+# ---- sparse tensors (paddle.Tensor of a sparse COO or CSR layout: the kind within paddle) ----
+def _is_sparse(t: Any) -> bool:
+    return t.is_sparse()
+
+
+def _sparse_parts(t: Any) -> Parts:
+    shape = tuple(t.shape)
+    if t.is_sparse_coo():
+        if t.sparse_dim() != len(shape):
+            return Parts(f"coo with {len(shape) - t.sparse_dim()} dense dimensions", (),
+                         (("shape", shape),))
+        return sparse.coo(t.values(), t.indices(), shape)
+    return sparse.compressed("csr", t.values(), t.cols(), t.crows(), shape)
+
+
+def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    import paddle
+
+    a, shape = dict(parts.arrays), list(sparse.shape(parts))
+    if parts.layout == "coo":
+        return paddle.sparse.sparse_coo_tensor(a["coords"], a["data"], shape)
+    return paddle.sparse.sparse_csr_tensor(a["indptr"], a["indices"], a["data"], shape)
+
+
+def _sparse_reformat(t: Any, layout: str) -> Any:
+    if layout == "dense":
+        return t.to_dense()
+    if layout == "coo":
+        return t.to_sparse_coo(len(t.shape)) if t.is_sparse_csr() else t
+    if layout == "csr":
+        return t.to_sparse_csr() if t.is_sparse_coo() else t
+    raise UnsupportedConversionError(f"format={layout!r}: paddle has 'coo' and 'csr' only")
+
+
+SPARSE = CompositeAdapter(
+    name="paddle.sparse",
+    modules=("paddle",),
+    package="paddle",
+    devices=("cpu", "cuda"),
+    is_value=_is_sparse,
+    parts=_sparse_parts,
+    rebuild=_sparse_rebuild,
+    of="paddle",
+    layouts=("csr", "coo"),
+    needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None),
+           "csr": sparse.Needs(canonical=True, batched=True)},
+    prepare=sparse.prepare,
+    reformat=_sparse_reformat,
+    options=("format",),
+    within=True,
+    per_value_owner=True,
+)
+
+ADAPTERS = (ADAPTER, SPARSE)

@@ -28,6 +28,7 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
+from .. import sparse
 from ..errors import FrameworkMissingError, UnsupportedConversionError
 from ..protocols import dlpack
 from ..protocols.array_interface import view_of_numpy
@@ -38,9 +39,11 @@ from .base import (
     STEP_COPIES,
     UNSUPPORTED,
     ArrayAdapter,
+    CompositeAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
+    Parts,
     fixed,
     gpu_probe,
     installed,
@@ -355,3 +358,48 @@ ADAPTER = ArrayAdapter(
     gpu_present=_gpu_present,
     edges=_edges,
 )
+
+
+# ---- tf.sparse.SparseTensor --------------------------------------------------------------
+_is_sparse = instance_test("tensorflow", "SparseTensor")
+
+
+def _sparse_parts(st: Any) -> Parts:
+    return sparse.coo(st.values, st.indices, [int(n) for n in st.dense_shape],
+                      sparse.NNZ_FIRST)
+
+
+def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    a = dict(parts.arrays)
+    return _tf().sparse.SparseTensor(a["coords"], a["data"], list(sparse.shape(parts)))
+
+
+def _sparse_reformat(st: Any, layout: str) -> Any:
+    if layout == "dense":
+        return _tf().sparse.to_dense(st)
+    if layout == "coo":
+        return st
+    raise UnsupportedConversionError(f"format={layout!r}: TensorFlow has COO sparse tensors "
+                                     "only")
+
+
+SPARSE = CompositeAdapter(
+    name="tensorflow.sparse",
+    modules=("tensorflow",),
+    package="tensorflow",
+    devices=("cpu", "cuda"),
+    is_value=_is_sparse,
+    parts=_sparse_parts,
+    rebuild=_sparse_rebuild,
+    of="tensorflow",
+    layouts=("coo",),
+    needs={"coo": sparse.Needs(index_dtypes=("int64",), coords=sparse.NNZ_FIRST, ndims=None,
+                               canonical=True)},
+    prepare=sparse.prepare,
+    reformat=_sparse_reformat,
+    options=("format",),
+)
+"""TensorFlow's sparse ops expect indices in row-major order without duplicates (its
+``tf.sparse.reorder``); interop sorts and sums them first, saying so."""
+
+ADAPTERS = (ADAPTER, SPARSE)
