@@ -5,10 +5,7 @@ the buffers' addresses (``m.data.ctypes.data``, ``t.values().data_ptr()``,
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-import pyarrow as pa
 import pytest
 import scipy.sparse as sp
 import torch
@@ -16,234 +13,24 @@ import torch
 import interop
 from interop.errors import InteropError, UnsupportedConversionError, ZeroCopyError
 from interop.sparse import MalformedError
-
-jax = pytest.importorskip("jax")
-js = pytest.importorskip("jax.experimental.sparse")
-pydata = pytest.importorskip("sparse")
+from sparse_samples import (
+    BUILDS,
+    CASES,
+    SOURCES,
+    TARGETS,
+    copied_roles,
+    densified,
+    framework_of,
+    jax_maker,
+    js,
+    layout_of,
+    pointers,
+    quiet,
+    raw,
+    scipy_maker,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|CSC|BSR|BSC) tensor support")
-TARGETS = ("scipy", "torch", "jax", "pyarrow", "sparse")
-BUILDS = {"scipy": {"csr", "csc", "coo", "bsr"}, "torch": {"csr", "csc", "coo", "bsr"},
-          "jax": {"csr", "coo"}, "pyarrow": {"csr", "csc", "coo"},
-          "sparse": {"csr", "csc", "coo"}}
-"""The layouts each framework has (what the test expects a conversion to keep)."""
-
-
-# ---- raw entries, and each framework's value built from them by its own calls -------------
-class Raw:
-    """Entries of a 2-D (or n-D) sparse value: ``coords`` (ndim, nnz), ``vals``."""
-
-    def __init__(self, shape, coords, vals, index_dtype, canonical):
-        self.shape, self.coords, self.vals = shape, coords, vals
-        self.index_dtype, self.canonical = index_dtype, canonical
-
-    def dense(self):
-        out = np.zeros(self.shape, self.vals.dtype)
-        np.add.at(out, tuple(self.coords), self.vals)
-        return out
-
-    def compressed(self, axis=0):
-        """(data, indices, indptr) grouped by ``axis`` (row order kept within groups)."""
-        major, minor = self.coords[axis], self.coords[1 - axis]
-        order = np.argsort(major, kind="stable")
-        ptr = np.zeros(self.shape[axis] + 1, self.index_dtype)
-        np.cumsum(np.bincount(major, minlength=self.shape[axis]), out=ptr[1:])
-        return (self.vals[order].copy(), minor[order].astype(self.index_dtype), ptr)
-
-
-def raw(seed, shape=(7, 9), density=0.3, index_dtype=np.int32, sorted_=True, dups=False,
-        dtype=np.float32):
-    rng = np.random.default_rng(seed)
-    size = int(np.prod(shape))
-    nnz = int(size * density)
-    lin = rng.choice(size, nnz, replace=False)
-    if dups and nnz:
-        lin = np.concatenate([lin, lin[: max(1, nnz // 3)]])
-    lin = np.sort(lin) if sorted_ and not dups else rng.permutation(lin)
-    coords = np.stack(np.unravel_index(lin, shape)).astype(index_dtype)
-    vals = rng.standard_normal(lin.size).astype(dtype)
-    return Raw(shape, coords, vals, index_dtype, sorted_ and not dups)
-
-
-def _scipy(layout, matrix=False):
-    def make(r):
-        if layout == "coo":
-            build = sp.coo_matrix if matrix else sp.coo_array
-            return build((r.vals, tuple(r.coords)), shape=r.shape)
-        if layout == "bsr":
-            m = sp.csr_array((r.vals, tuple(r.coords)), shape=r.shape)
-            m.sum_duplicates()
-            return (sp.bsr_matrix if matrix else sp.bsr_array)(m.tobsr(blocksize=(1, 3)))
-        build = {("csr", False): sp.csr_array, ("csr", True): sp.csr_matrix,
-                 ("csc", False): sp.csc_array, ("csc", True): sp.csc_matrix}[layout, matrix]
-        return build(r.compressed(0 if layout == "csr" else 1), shape=r.shape)
-    return make
-
-
-def _torch(layout):
-    def make(r):
-        if layout == "coo":
-            return torch.sparse_coo_tensor(torch.from_numpy(r.coords.astype(np.int64)),
-                                           torch.from_numpy(r.vals), r.shape)
-        if not r.canonical:
-            pytest.skip("torch builds compressed tensors of sorted, distinct indices only")
-        data, indices, indptr = r.compressed(0)
-        t = torch.sparse_csr_tensor(torch.from_numpy(indptr), torch.from_numpy(indices),
-                                    torch.from_numpy(data), r.shape)
-        return {"csr": t, "csc": t.to_sparse_csc() if layout == "csc" else t,
-                "bsr": t.to_sparse_bsr((1, 3)) if layout == "bsr" else t}[layout]
-    return make
-
-
-def _jax(layout):
-    def make(r):
-        if layout == "coo":
-            return js.BCOO((np.asarray(r.vals), np.ascontiguousarray(r.coords.T)),
-                           shape=r.shape, indices_sorted=r.canonical,
-                           unique_indices=r.canonical)
-        data, indices, indptr = r.compressed(0)
-        return js.BCSR((data, indices, indptr), shape=r.shape,
-                       indices_sorted=r.canonical, unique_indices=r.canonical)
-    return make
-
-
-def _arrow(layout):
-    def make(r):
-        if layout == "coo":
-            if not r.vals.size:
-                pytest.skip("Arrow builds no COO tensor without entries")
-            return pa.SparseCOOTensor.from_numpy(r.vals, np.ascontiguousarray(
-                r.coords.T.astype(np.int64)), shape=list(r.shape))
-        data, indices, indptr = r.compressed(0 if layout == "csr" else 1)
-        build = pa.SparseCSRMatrix if layout == "csr" else pa.SparseCSCMatrix
-        return build.from_numpy(data, indptr.astype(np.int64), indices.astype(np.int64),
-                                shape=list(r.shape))
-    return make
-
-
-def _pydata(layout):
-    def make(r):
-        if layout == "coo":
-            return pydata.COO(r.coords, r.vals, shape=r.shape, has_duplicates=not r.canonical,
-                              sorted=r.canonical)
-        if not r.canonical:
-            pytest.skip("GCXS is built of sorted, distinct indices here")
-        axis = 0 if layout == "csr" else 1
-        return pydata.GCXS(r.compressed(axis), shape=r.shape, compressed_axes=(axis,))
-    return make
-
-
-SOURCES = {
-    "scipy csr_array": ("csr", _scipy("csr")), "scipy csr_matrix": ("csr", _scipy("csr", True)),
-    "scipy csc_array": ("csc", _scipy("csc")), "scipy coo_array": ("coo", _scipy("coo")),
-    "scipy coo_matrix": ("coo", _scipy("coo", True)), "scipy bsr_array": ("bsr", _scipy("bsr")),
-    "torch coo": ("coo", _torch("coo")), "torch csr": ("csr", _torch("csr")),
-    "torch csc": ("csc", _torch("csc")), "torch bsr": ("bsr", _torch("bsr")),
-    "jax BCOO": ("coo", _jax("coo")), "jax BCSR": ("csr", _jax("csr")),
-    "pyarrow csr": ("csr", _arrow("csr")), "pyarrow csc": ("csc", _arrow("csc")),
-    "pyarrow coo": ("coo", _arrow("coo")),
-    "sparse COO": ("coo", _pydata("coo")), "sparse GCXS csr": ("csr", _pydata("csr")),
-    "sparse GCXS csc": ("csc", _pydata("csc")),
-}
-CASES = {
-    "int32 sorted": dict(seed=1),
-    "int64 sorted": dict(seed=2, index_dtype=np.int64, dtype=np.float64),
-    "unsorted": dict(seed=3, sorted_=False),
-    "duplicates": dict(seed=4, dups=True),
-    "empty": dict(seed=5, density=0.0),
-    "one row": dict(seed=6, shape=(1, 12), density=0.5),
-    "dense-ish": dict(seed=7, shape=(6, 6), density=0.9, index_dtype=np.int64),
-}
-
-
-# ---- what each framework says about a value: its buffers and its dense values --------------
-def framework_of(x):
-    return type(x).__module__.partition(".")[0].replace("jaxlib", "jax")
-
-
-def pointers(x) -> dict[str, int]:
-    """The address of each buffer of ``x``, read by its own framework."""
-    fw = framework_of(x)
-    if fw == "scipy":
-        if x.format == "coo":
-            return {"data": x.data.ctypes.data, "coords": x.coords[0].ctypes.data}
-        return {"data": x.data.ctypes.data, "indices": x.indices.ctypes.data,
-                "indptr": x.indptr.ctypes.data}
-    if fw == "torch":
-        if x.layout == torch.sparse_coo:
-            return {"data": x._values().data_ptr(), "coords": x._indices().data_ptr()}
-        if x.layout == torch.sparse_csc:
-            return {"data": x.values().data_ptr(), "indices": x.row_indices().data_ptr(),
-                    "indptr": x.ccol_indices().data_ptr()}
-        return {"data": x.values().data_ptr(), "indices": x.col_indices().data_ptr(),
-                "indptr": x.crow_indices().data_ptr()}
-    if fw == "jax":
-        if isinstance(x, js.BCOO):
-            return {"data": x.data.unsafe_buffer_pointer(),
-                    "coords": x.indices.unsafe_buffer_pointer()}
-        return {"data": x.data.unsafe_buffer_pointer(),
-                "indices": x.indices.unsafe_buffer_pointer(),
-                "indptr": x.indptr.unsafe_buffer_pointer()}
-    if fw == "pyarrow":
-        if isinstance(x, pa.SparseCOOTensor):
-            data, coords = x.to_numpy()
-            return {"data": data.ctypes.data, "coords": coords.ctypes.data}
-        data, indptr, indices = x.to_numpy()
-        return {"data": data.ctypes.data, "indices": indices.ctypes.data,
-                "indptr": indptr.ctypes.data}
-    assert fw == "sparse", fw
-    if isinstance(x, pydata.COO):
-        return {"data": x.data.ctypes.data, "coords": x.coords.ctypes.data}
-    return {"data": x.data.ctypes.data, "indices": x.indices.ctypes.data,
-            "indptr": x.indptr.ctypes.data}
-
-
-def layout_of(x) -> str:
-    fw = framework_of(x)
-    if fw == "scipy":
-        return x.format
-    if fw == "torch":
-        return str(x.layout).rpartition("_")[2]
-    if fw == "jax":
-        return "coo" if isinstance(x, js.BCOO) else "csr"
-    if fw == "pyarrow":
-        return {pa.SparseCOOTensor: "coo", pa.SparseCSRMatrix: "csr",
-                pa.SparseCSCMatrix: "csc"}[type(x)]
-    if isinstance(x, pydata.COO):
-        return "coo"
-    return "csr" if tuple(x.compressed_axes) == (0,) else "csc"
-
-
-def densified(x) -> np.ndarray:
-    """The dense values of ``x``, by its own framework."""
-    fw = framework_of(x)
-    if fw == "scipy":
-        return x.toarray()
-    if fw == "torch":
-        return x.to_dense().numpy()
-    if fw == "jax":
-        return np.asarray(x.todense())
-    if fw == "pyarrow":
-        return x.to_tensor().to_numpy()
-    return x.todense()
-
-
-def copied_roles(plan) -> set[str]:
-    """The buffers the plan names as copied (its reasons read ``"<layout> <roles>: ..."``)."""
-    roles = set()
-    for r in plan.reasons:
-        head = r.partition(":")[0].split(" ", 1)
-        if len(head) == 2 and head[0] in ("csr", "csc", "coo", "bsr"):
-            roles |= {s.strip() for s in head[1].split(",")}
-    return roles
-
-
-def _quiet(fn, *a, **k):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # torch's beta notice, JAX narrowing
-        return fn(*a, **k)
-
-
 # ---- every pair, both ways ------------------------------------------------------------
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("target", TARGETS)
@@ -267,7 +54,7 @@ def test_every_pair_keeps_values_and_format_and_shares_every_buffer_not_named_co
         return
     assert plan.supported, plan
     src_ptrs = pointers(x)
-    y = _quiet(interop.to_framework, x, target)
+    y = quiet(interop.to_framework, x, target)
     assert framework_of(y) == target and layout_of(y) == layout
     np.testing.assert_allclose(densified(y), r.dense(), rtol=1e-6, atol=1e-6)
     if not r.vals.size:
@@ -279,19 +66,19 @@ def test_every_pair_keeps_values_and_format_and_shares_every_buffer_not_named_co
     assert interop.shares_memory(x, y) == bool(shared)
     # copy=False: the result shares every buffer, or the refusal names what would copy
     if plan.zero_copy:
-        again = _quiet(interop.to_framework, x, target, copy=False)
+        again = quiet(interop.to_framework, x, target, copy=False)
         assert pointers(again) == pointers(y)
     else:
         with pytest.raises(ZeroCopyError):
-            _quiet(interop.to_framework, x, target, copy=False)
+            quiet(interop.to_framework, x, target, copy=False)
         assert interop.explain(x, target, copy=False).error == "zero-copy"
         assert not interop.can_convert(x, target, copy=False)
 
 
 # ---- zero-copy shown by a write, and the pairs the issue names ----------------------------
 def test_scipy_csr_to_torch_csr_shares_all_three_buffers_int32_kept_and_a_write_shows():
-    m = _scipy("csr")(raw(11, shape=(50, 40), density=0.1))
-    t = _quiet(interop.to_framework, m, "torch", copy=False)
+    m = scipy_maker("csr")(raw(11, shape=(50, 40), density=0.1))
+    t = quiet(interop.to_framework, m, "torch", copy=False)
     assert t.layout == torch.sparse_csr and t.col_indices().dtype == torch.int32
     assert t.values().data_ptr() == m.data.ctypes.data
     assert t.crow_indices().data_ptr() == m.indptr.ctypes.data
@@ -318,7 +105,7 @@ def test_torch_coo_to_scipy_shares_values_and_coordinates_and_carries_the_coales
 
 
 def test_int32_coo_indices_into_torch_widen_the_indices_only(jax_cpu):
-    b = _jax("coo")(raw(12, shape=(30, 20), density=0.2))
+    b = jax_maker("coo")(raw(12, shape=(30, 20), density=0.2))
     assert b.indices.dtype == np.int32
     plan = interop.explain(b, "torch")
     assert not plan.zero_copy and copied_roles(plan) == {"coords"}, plan
@@ -369,7 +156,7 @@ def test_unsorted_csr_into_torch_is_sorted_with_duplicates_summed_a_named_copy()
 # ---- format= ------------------------------------------------------------------------------
 def test_format_changes_the_layout_only_when_asked_and_dense_is_the_only_way_to_densify(
         jax_cpu):
-    m = _scipy("csc")(raw(13))
+    m = scipy_maker("csc")(raw(13))
     with pytest.raises(UnsupportedConversionError, match="format="):
         interop.to_framework(m, "jax")
     b = interop.to_framework(m, "jax", format="csr")
@@ -396,10 +183,10 @@ def test_format_changes_the_layout_only_when_asked_and_dense_is_the_only_way_to_
 def test_three_dimensional_coo_goes_to_every_framework(target, jax_cpu):
     r = raw(14, shape=(3, 4, 5), density=0.2, index_dtype=np.int64)
     t = torch.sparse_coo_tensor(torch.from_numpy(r.coords), torch.from_numpy(r.vals), r.shape)
-    y = _quiet(interop.to_framework, t, target)
+    y = quiet(interop.to_framework, t, target)
     assert layout_of(y) == "coo" and tuple(y.shape) == (3, 4, 5)
     np.testing.assert_allclose(densified(y), r.dense())
-    back = _quiet(interop.to_framework, y, "torch")
+    back = quiet(interop.to_framework, y, "torch")
     assert torch.equal(back.to_dense(), t.to_dense())
 
 
@@ -407,10 +194,10 @@ def test_batched_csr_between_torch_and_jax_bcsr_and_refused_by_scipy(jax_cpu):
     dense = torch.zeros(2, 3, 4)
     dense[0, 1, 2], dense[0, 2, 0], dense[1, 0, 3], dense[1, 2, 1] = 1.0, 2.0, 3.0, 4.0
     t = dense.to_sparse_csr()  # a batch of two 3 x 4 matrices, two entries each
-    b = _quiet(interop.to_framework, t, "jax")
+    b = quiet(interop.to_framework, t, "jax")
     assert isinstance(b, js.BCSR) and b.n_batch == 1
     np.testing.assert_array_equal(np.asarray(b.todense()), dense.numpy())
-    back = _quiet(interop.to_framework, b, "torch")
+    back = quiet(interop.to_framework, b, "torch")
     assert torch.equal(back.to_dense(), dense)
     with pytest.raises(InteropError, match="dimensions"):
         interop.to_framework(t, "scipy")
@@ -451,13 +238,13 @@ def test_a_malformed_coo_from_torch_is_refused_before_torch_or_scipy_sees_it():
 
 # ---- structures ---------------------------------------------------------------------------
 def test_a_sparse_leaf_in_a_structure_takes_the_same_way():
-    m = _scipy("csr")(raw(15))
+    m = scipy_maker("csr")(raw(15))
     batch = {"adjacency": m, "features": np.ones((7, 2), np.float32), "n": 3}
-    out = _quiet(interop.to_framework, batch, "torch")
+    out = quiet(interop.to_framework, batch, "torch")
     assert out["adjacency"].layout == torch.sparse_csr
     assert out["adjacency"].values().data_ptr() == m.data.ctypes.data
     assert out["features"].layout == torch.strided and out["n"] == 3
-    again = _quiet(interop.to_framework, {"a": out["adjacency"]}, "scipy")
+    again = quiet(interop.to_framework, {"a": out["adjacency"]}, "scipy")
     assert again["a"].data.ctypes.data == m.data.ctypes.data
 
 
