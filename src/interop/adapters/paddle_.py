@@ -287,6 +287,9 @@ def _sparse_reformat(t: Any, layout: str) -> Any:
     raise UnsupportedConversionError(f"format={layout!r}: paddle has 'coo' and 'csr' only")
 
 
+# paddle 3.3 builds no COO tensor without entries (its shape inference reduces over the empty
+# axis and raises; an empty CSR works), and its dense form of a COO tensor overwrites a
+# duplicate entry (SciPy, torch and JAX sum them): duplicates are summed first.
 SPARSE = CompositeAdapter(
     name="paddle.sparse",
     modules=("paddle",),
@@ -297,7 +300,8 @@ SPARSE = CompositeAdapter(
     rebuild=_sparse_rebuild,
     of="paddle",
     layouts=("csr", "coo"),
-    needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None),
+    needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, empty=False,
+                               canonical=True, strided_coords=False),
            "csr": sparse.Needs(canonical=True, batched=True)},
     prepare=sparse.prepare,
     reformat=_sparse_reformat,

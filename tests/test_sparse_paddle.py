@@ -1,0 +1,105 @@
+"""paddle sparse tensors with SciPy, torch, JAX, pyarrow and pydata ``sparse``, both ways,
+buffer by buffer. Runs in its own pytest process (``pytest -m paddle``), like the other
+paddle suites; the oracles are tests/sparse_samples.py's (each framework's own accessors and
+densifying call)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import interop
+from interop.errors import UnsupportedConversionError, ZeroCopyError
+from sparse_samples import (
+    BUILDS,
+    CASES,
+    SOURCES,
+    copied_roles,
+    densified,
+    framework_of,
+    layout_of,
+    pointers,
+    quiet,
+    raw,
+)
+
+pytestmark = [pytest.mark.paddle,
+              pytest.mark.filterwarnings("ignore:Sparse (CSR|CSC|BSR|BSC) tensor support")]
+OTHERS = ("scipy", "torch", "jax", "pyarrow", "sparse")
+
+
+@pytest.fixture(scope="module")
+def paddle():
+    import paddle
+
+    return paddle
+
+
+def _coo(paddle, r):
+    if not r.vals.size:
+        pytest.skip("paddle builds no COO tensor without entries")
+    return paddle.sparse.sparse_coo_tensor(paddle.to_tensor(r.coords.astype(np.int64)),
+                                           paddle.to_tensor(r.vals), list(r.shape))
+
+
+def _csr(paddle, r):
+    data, indices, indptr = r.compressed(0)
+    return paddle.sparse.sparse_csr_tensor(paddle.to_tensor(indptr), paddle.to_tensor(indices),
+                                           paddle.to_tensor(data), list(r.shape))
+
+
+def _check_pair(x, target, r, layout):
+    plan = interop.explain(x, target)
+    assert plan.supported, plan
+    before = pointers(x)
+    y = quiet(interop.to_framework, x, target)
+    assert framework_of(y) == target and layout_of(y) == layout
+    np.testing.assert_allclose(densified(y), r.dense(), rtol=1e-6)
+    if r.vals.size:
+        shared = {k for k, p in pointers(y).items() if p == before[k]}
+        assert set(before) - copied_roles(plan) <= shared, (plan, shared)
+        assert plan.zero_copy == (shared == set(before)), (plan, shared)
+    if not plan.zero_copy:
+        with pytest.raises(ZeroCopyError):
+            quiet(interop.to_framework, x, target, copy=False)
+    return y, plan
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+@pytest.mark.parametrize("target", OTHERS)
+def test_paddle_sparse_to_every_framework(paddle, target, layout, case, jax_cpu):
+    r = raw(**CASES[case])
+    if layout == "csr" and not r.canonical:
+        pytest.skip("paddle CSR tensors are built of sorted, distinct indices here")
+    x = _coo(paddle, r) if layout == "coo" else _csr(paddle, r)
+    if target == "pyarrow" and layout == "coo" and not r.vals.size:
+        assert not interop.can_convert(x, target)
+        return
+    _check_pair(x, target, r, layout)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_framework_to_paddle_sparse(paddle, source, case, jax_cpu):
+    layout, make = SOURCES[source]
+    r = raw(**CASES[case])
+    x = make(r)
+    if layout not in ("coo", "csr"):
+        with pytest.raises(UnsupportedConversionError, match="format="):
+            interop.to_framework(x, "paddle")
+        return
+    if layout == "coo" and not r.vals.size:
+        assert "without stored entries" in interop.explain(x, "paddle").reasons[0]
+        with pytest.raises(interop.errors.InteropError, match="format='dense'"):
+            interop.to_framework(x, "paddle")
+        return
+    _check_pair(x, "paddle", r, layout)
+
+
+def test_a_dense_paddle_tensor_keeps_its_dense_plan_between_sparse_ones(paddle):
+    dense = paddle.to_tensor(np.arange(4.0, dtype=np.float32))
+    s = _coo(paddle, raw(22))
+    for x in (dense, s, dense, s):
+        y = interop.to_framework(x, "torch")
+        assert y.is_sparse == x.is_sparse()

@@ -1,0 +1,110 @@
+"""tensorflow sparse tensors with SciPy, torch, JAX, pyarrow and pydata ``sparse``, both ways,
+buffer by buffer. Runs in its own pytest process (``pytest -m tensorflow``), like the other
+tensorflow suites; the oracles are tests/sparse_samples.py's (each framework's own accessors and
+densifying call)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import interop
+from interop.errors import UnsupportedConversionError, ZeroCopyError
+from sparse_samples import (
+    BUILDS,
+    CASES,
+    SOURCES,
+    copied_roles,
+    densified,
+    framework_of,
+    layout_of,
+    pointers,
+    quiet,
+    raw,
+)
+
+pytestmark = [pytest.mark.tensorflow,
+              pytest.mark.filterwarnings("ignore:Sparse (CSR|CSC|BSR|BSC) tensor support")]
+OTHERS = ("scipy", "torch", "jax", "pyarrow", "sparse")
+
+
+@pytest.fixture(scope="module")
+def tf():
+    import tensorflow as tf
+
+    return tf
+
+
+def _st(tf, r):
+    return tf.sparse.SparseTensor(np.ascontiguousarray(r.coords.T.astype(np.int64)),
+                                  r.vals, list(r.shape))
+
+
+def _check_pair(x, target, r):
+    """The conversion keeps the values and the layout, shares every buffer the plan does not
+    name as copied, and copy=False agrees with the plan."""
+    plan = interop.explain(x, target)
+    assert plan.supported, plan
+    before = pointers(x)
+    y = quiet(interop.to_framework, x, target)
+    assert framework_of(y) == target and layout_of(y) == "coo"
+    np.testing.assert_allclose(densified(y), r.dense(), rtol=1e-6)
+    if r.vals.size:
+        shared = {k for k, p in pointers(y).items() if p == before[k]}
+        assert set(before) - copied_roles(plan) <= shared, (plan, shared)
+    if not plan.zero_copy:
+        with pytest.raises(ZeroCopyError):
+            quiet(interop.to_framework, x, target, copy=False)
+    return y, plan
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("target", OTHERS)
+def test_sparse_tensor_to_every_framework(tf, target, case, jax_cpu):
+    r = raw(**CASES[case])
+    if not r.canonical:
+        pytest.skip("a SparseTensor is kept in canonical order (tf.sparse.reorder)")
+    st = _st(tf, r)
+    if "coo" not in BUILDS[target]:
+        pytest.skip(f"{target} has no COO values")
+    if target == "pyarrow" and not r.vals.size:
+        assert not interop.can_convert(st, target)
+        return
+    _check_pair(st, target, r)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_framework_to_a_sparse_tensor(tf, source, case, jax_cpu):
+    layout, make = SOURCES[source]
+    r = raw(**CASES[case])
+    x = make(r)
+    if layout != "coo":
+        with pytest.raises(UnsupportedConversionError, match="format="):
+            interop.to_framework(x, "tensorflow")
+        st = quiet(interop.to_framework, x, "tensorflow", format="coo")
+        np.testing.assert_allclose(densified(st), r.dense(), rtol=1e-6)
+        return
+    st, plan = _check_pair(x, "tensorflow", r)
+    order = tf.sparse.reorder(st)  # TensorFlow agrees the result is in canonical order
+    assert np.array_equal(order.indices.numpy(), st.indices.numpy())
+    if not r.canonical:
+        assert any("sorted, distinct" in why for why in plan.reasons), plan
+
+
+def test_int32_coordinates_widen_for_tensorflow_the_values_shared(tf, jax_cpu):
+    r = raw(21, shape=(40, 30), density=0.2)
+    b = SOURCES["jax BCOO"][1](r)
+    plan = interop.explain(b, "tensorflow")
+    assert copied_roles(plan) == {"coords"}, plan
+    st = interop.to_framework(b, "tensorflow")
+    assert st.indices.dtype == tf.int64
+    np.testing.assert_allclose(tf.sparse.to_dense(st).numpy(), r.dense())
+
+
+def test_a_malformed_sparse_tensor_from_tensorflow_is_refused(tf):
+    st = tf.sparse.SparseTensor(np.array([[0, 0], [5, 1]], np.int64),
+                                np.ones(2, np.float32), [2, 2])  # TF checks nothing here
+    with pytest.raises(interop.errors.InteropError, match="along dimension 0"):
+        interop.to_framework(st, "torch")
+    assert not interop.can_convert(st, "scipy")
