@@ -88,7 +88,7 @@ def test_every_framework_to_a_sparse_tensor(tf, source, case, jax_cpu):
     st, plan = _check_pair(x, "tensorflow", r)
     order = tf.sparse.reorder(st)  # TensorFlow agrees the result is in canonical order
     assert np.array_equal(order.indices.numpy(), st.indices.numpy())
-    if not r.canonical:
+    if not r.canonical and not source.startswith("sparse"):  # pydata sorts them itself
         assert any("sorted, distinct" in why for why in plan.reasons), plan
 
 

@@ -259,11 +259,14 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
 
 
 def _sparse_reformat(x: Any, layout: str) -> Any:
+    """Densified by Arrow itself; another layout through its own ``to_scipy`` (Arrow has no
+    conversion between sparse formats), as a SciPy value."""
     if layout == "dense":
         return x.to_tensor().to_numpy()
-    raise UnsupportedConversionError(
-        f"format={layout!r}: pyarrow has no conversion between sparse formats; convert to "
-        f"SciPy first (interop.to_framework(x, 'scipy', format={layout!r}))")
+    if layout not in ("csr", "csc", "coo", "bsr"):
+        raise UnsupportedConversionError(f"format={layout!r}: not a sparse layout (csr, csc, "
+                                         "coo, bsr or dense)")
+    return x.to_scipy().asformat(layout)
 
 
 _INT64 = ("int64",)
