@@ -11,8 +11,12 @@ import scipy.sparse as sp
 import torch
 
 import interop
-from interop.errors import InteropError, UnsupportedConversionError, ZeroCopyError
-from interop.sparse import MalformedError
+from interop.errors import (
+    InteropError,
+    MalformedError,
+    UnsupportedConversionError,
+    ZeroCopyError,
+)
 from sparse_samples import (
     BUILDS,
     CASES,
@@ -256,3 +260,14 @@ def test_dense_torch_plans_still_serve_dense_tensors_after_sparse_ones_and_back(
             assert y.ctypes.data == x.data_ptr()
         else:
             assert y.format == "coo" and y.data.ctypes.data == x._values().data_ptr()
+
+
+def test_scipy_is_handed_views_of_larger_buffers_without_its_constructor_copying_them():
+    # SciPy's constructor copies a view of a base more than twice its size (_prune_array):
+    # an aligned view, or a slice of a bigger buffer, as torch's or Arrow's buffers can be
+    big = torch.arange(100, dtype=torch.float32)
+    t = torch.sparse_csr_tensor(torch.tensor([0, 2, 3]), torch.tensor([0, 2, 1]), big[10:13],
+                                (2, 3))
+    m = interop.to_framework(t, "scipy", copy=False)
+    assert m.data.ctypes.data == t.values().data_ptr() == big[10:].data_ptr()
+    np.testing.assert_array_equal(m.toarray(), t.to_dense().numpy())

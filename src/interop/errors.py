@@ -28,6 +28,11 @@ class NullsError(InteropError, ValueError):
     """An Arrow array or column holds nulls, which a dense buffer cannot represent."""
 
 
+class MalformedError(InteropError, ValueError):
+    """A value breaks its own format's invariants (a sparse index out of range, index
+    pointers that decrease): no framework is handed it."""
+
+
 class DeviceError(InteropError, ValueError):
     """The requested device does not exist here or cannot be reached by the target."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from .adapters.base import Fix, Parts, module
-from .errors import InteropError
+from .errors import InteropError, MalformedError
 from .record import record
 
 COMPRESSED = {"csr": -2, "csc": -1, "bsr": -2}
@@ -31,11 +31,6 @@ LAYOUTS = ("csr", "csc", "bsr", "coo")
 NDIM_FIRST, NNZ_FIRST = "ndim,nnz", "nnz,ndim"
 """How ``coords`` of a COO value are laid out."""
 INDEX_ROLES = ("indices", "indptr", "coords")
-
-
-class MalformedError(InteropError, ValueError):
-    """A sparse value breaks its own format's invariants (an index out of range, index
-    pointers that decrease): no framework is handed it."""
 
 
 @record(frozen=True)

@@ -48,6 +48,9 @@ def _coords(rows: tuple[Any, ...]) -> tuple[Any, bool]:
 
 
 def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    """A ``*_array`` holding the parts' buffers. A compressed one is built empty and handed
+    its buffers after: SciPy's constructor copies an array that is a view of a base more
+    than twice its size (``_prune_array``: an aligned view, a slice of Arrow's buffer)."""
     sp = module("scipy.sparse")
     a = dict(parts.arrays)
     shape = sparse.shape(parts)
@@ -55,7 +58,9 @@ def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
         m = sp.coo_array((a["data"], tuple(a["coords"])), shape=shape)
     else:
         build = {"csr": sp.csr_array, "csc": sp.csc_array, "bsr": sp.bsr_array}[parts.layout]
-        m = build((a["data"], a["indices"], a["indptr"]), shape=shape)
+        data, indices, indptr = a["data"], a["indices"], a["indptr"]
+        m = build((data[:0], indices[:0], module("numpy").zeros_like(indptr)), shape=shape)
+        m.data, m.indices, m.indptr = data, indices, indptr
     m.has_canonical_format = sparse.canonical(parts)
     return m
 
