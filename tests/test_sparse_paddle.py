@@ -11,7 +11,6 @@ import pytest
 import interop
 from interop.errors import UnsupportedConversionError, ZeroCopyError
 from sparse_samples import (
-    BUILDS,
     CASES,
     SOURCES,
     copied_roles,

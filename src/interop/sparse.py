@@ -165,17 +165,24 @@ def _check_compressed(np: Any, layout: str, dims: tuple[int, ...], data: Any, in
                              f"{ptr[:, -1].max()}; it runs from 0 to the {nnz} stored entries")
     if rows and np.any(ptr[:, 1:] < ptr[:, :-1]):
         raise MalformedError(f"the {what} has decreasing index pointers (indptr)")
-    if nnz and (idx.min() < 0 or idx.max() >= cols):
+    if not nnz:
+        return True
+    # one pass: each index above the one before it, except where a row starts
+    step = np.greater(idx[:, 1:], idx[:, :-1])
+    for b in range(ptr.shape[0]):
+        starts = ptr[b, 1:-1]
+        step[b, starts[(starts > 0) & (starts < nnz)] - 1] = True
+    ordered = bool(step.all())
+    if ordered:  # each row's first and last index bound the rest: O(rows) reads
+        filled = ptr[:, 1:] > ptr[:, :-1]
+        low = idx[np.nonzero(filled)[0], ptr[:, :-1][filled]]
+        high = idx[np.nonzero(filled)[0], ptr[:, 1:][filled] - 1]
+    else:
+        low, high = idx, idx
+    if low.min() < 0 or high.max() >= cols:
         raise MalformedError(f"the {what} has indices from {idx.min()} to {idx.max()}; "
                              f"they must lie in [0, {cols})")
-    if nnz < 2:
-        return True
-    step = np.diff(idx, axis=-1) > 0
-    for b in range(ptr.shape[0]):  # a new row may start lower
-        starts = ptr[b, 1:-1]
-        starts = starts[(starts > 0) & (starts < nnz)] - 1
-        step[b, starts] = True
-    return bool(step.all())
+    return ordered
 
 
 def _check_coo(np: Any, dims: tuple[int, ...], data: Any, coords: Any) -> bool:
