@@ -131,8 +131,11 @@ def _copy_plan(reg: Registry, at: str, tgt: str, reasons: list[str], hazards: li
         if narrow[1] not in reasons:
             reasons = [*reasons, narrow[1]]
     steps.append(Step(hub, hub, fresh, copies=True))
-    for e in reg.routes.route(hub, tgt, device) or []:
-        steps.append(Step(e.source, e.target, e.via))
+    if at == tgt and device == "cpu" and reg.adapters[tgt].place is not None:
+        steps.append(Step(hub, tgt, "onto the source's devices (its device or sharding)"))
+    else:
+        for e in reg.routes.route(hub, tgt, device) or []:
+            steps.append(Step(e.source, e.target, e.via))
     return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
 

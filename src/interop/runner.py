@@ -224,6 +224,9 @@ class Runner:
             except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
                 raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
             hub, arr = "numpy", fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
+            place = self.adapters[tgt].place
+            if src == tgt and place is not None:  # where the source is: its device, sharding
+                return place(arr, x)
         elif any(n == 0 for n in getattr(x, "shape", (1,))):
             # no bytes to move, and an empty device buffer may not export
             adapter = self.adapters[src]
@@ -285,9 +288,11 @@ class Runner:
             why = (f" ({tgt} holds CUDA device memory only)" if where[1] is None else "")
             raise ZeroCopyError(f"copy=False, but moving {src} data to {to}{why} copies it")
         arr = self.adapters[src].to_numpy(x)
-        if where[0] == "cpu":
-            return self.copy_route("numpy", arr, tgt) if copy else \
-                self.compile("numpy", tgt, None).run(arr)
+        if where[0] == "cpu":  # onto CPU device N of a framework of several (device_move)
+            from .host import fresh_copy
+
+            arr = fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
+            return self.adapters[tgt].place(arr, where[1])
         from . import devices
 
         index = devices.current_cuda_device(tgt) if where[1] is None else where[1]
@@ -305,11 +310,17 @@ def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
                 device: Any) -> tuple[str, int | None] | None:
     """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay.
     Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
-    current CUDA device: ``("cuda", None)``."""
+    current CUDA device: ``("cuda", None)``. Every CPU device holds host memory: ``"cpu"``
+    keeps data on whichever it is, and ``"cpu:N"`` names the target's CPU device ``N``
+    (JAX can run several; for a framework of one, ``cpu:0`` is ``cpu``): data on another
+    is copied there."""
     if device is not None:
-        from .devices import parse_device  # loaded by the first device= given
+        from .devices import cpu_index, parse_device  # loaded by the first device= given
 
         kind, index = parse_device(device)
+        if kind == "cpu" and "cpu" in tgt.devices:
+            count = tgt.cpu_devices() if tgt.cpu_devices is not None else 1
+            index = cpu_index(index, count, tgt.name, device)
         if kind == have[0] and (index is None or index == have[1]):
             if tgt.devices == ("cuda",) and have[0] == "cpu":
                 raise DeviceError(
