@@ -104,7 +104,8 @@ def _move_plan(src: str, tgt: str, have: tuple[str, int], move: tuple[str, int |
                                               "this machine",), supported=False,
                         error="device")
         step = Step(src, tgt, f"copy to {move[0]}:{move[1]}", True)
-        why = f"device={device!r} moves the data from {have[0]}:{have[1]}"
+        held = f"{have[0]}:{have[1]}" if have[1] is not None else f"several {have[0]} devices"
+        why = f"device={device!r} moves the data from {held}"
     return Plan(src, tgt, (step,), False, (why,), supported=copy is not False,
                 error=None if copy is not False else "zero-copy")
 

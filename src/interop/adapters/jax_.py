@@ -81,10 +81,14 @@ def _is_value(x: Any) -> bool:
     return jax is not None and isinstance(x, jax.Array)
 
 
-def _device(x: Any) -> tuple[str, int]:
-    dev = next(iter(x.devices()))
+def _device(x: Any) -> tuple[str, int | None]:
+    """``(kind, index)`` of the device holding the array; index ``None`` for an array
+    sharded or replicated over several (it is on no one of them: ``device="cpu:N"`` moves
+    it)."""
+    devs = x.devices()
+    dev = next(iter(devs))
     kind = "cuda" if dev.platform == "gpu" else dev.platform
-    return kind, dev.id
+    return kind, dev.id if len(devs) == 1 else None
 
 
 def view(x: Any) -> BufferView:
