@@ -233,6 +233,12 @@ def test_plans_per_device_send_each_value_where_device_asks(cpus):
             assert (y.unsafe_buffer_pointer() == x.unsafe_buffer_pointer()) == (k == 1)
 
 
+def test_the_docs_examples_with_four_cpu_devices_run(cpus):
+    from test_docs import run_optional_blocks
+
+    assert run_optional_blocks("multidevice") >= 1
+
+
 # ---- the property search over multi-device values -------------------------------------------
 
 KINDS = ("dev0", "dev1", "dev2", "dev3", "sharded", "replicated", "mixed")

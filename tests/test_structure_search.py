@@ -130,8 +130,8 @@ def _leaves(x: Any, out: Any, path: str, found: dict, here: str) -> None:
         found[path] = (x, out)
 
 
-def check_odd(spec: Any, tgt: str, copy: bool | None) -> None:
-    """The contract for one structure (see the module doc)."""
+def check_odd(spec: Any, tgt: str, copy: bool | None) -> rp.Outcome:
+    """The contract for one structure (see the module doc); what it did."""
     opts = {"structure": "tree"} if tgt == "pyarrow" else {}
     here = f"{spec!r} -> {tgt}, copy={copy}"
     plan = interop.explain(build(spec, {}), tgt, copy=copy, **opts)
@@ -143,8 +143,9 @@ def check_odd(spec: Any, tgt: str, copy: bool | None) -> None:
     except InteropError as e:
         out, err = None, e
     assert plan.supported == can == (err is None), f"{here}\n{plan}\ncan={can} {err!r}"
+    outcome = rp.Outcome(empty=not sources, supported=err is None)
     if err is not None:
-        return
+        return outcome
     found: dict = {}
     _leaves(value, out, "", found, here)
     for path, (leaf, res) in found.items():
@@ -157,11 +158,13 @@ def check_odd(spec: Any, tgt: str, copy: bool | None) -> None:
                 shared = rp.overlaps(rp.span(a), rp.span(res))
                 zero = copy is not True and plan.leaves[path].zero_copy
                 assert shared == zero, f"{here}\nleaf {path}: shares {shared}, plan {zero}"
+                outcome.zero_copy |= shared
         elif isinstance(leaf, np.generic):
             got = np.asarray(rp.to_host(res)) if tgt != "numpy" else res
             assert got.shape == () and got[()] == leaf, f"{here}\nleaf {path}: {got!r}"
         else:
             assert res is leaf, f"{here}\nkept leaf {path} changed: {res!r}"
+    return outcome
 
 
 @pytest.mark.parametrize("tgt", TARGETS)
@@ -171,8 +174,7 @@ def test_odd_structures_keep_the_contract(tgt: str) -> None:
         [None, False, True]))
     def prop(specs: list, copy: bool | None) -> None:
         for spec in specs:  # one root type: each may run the plan kept for another
-            check_odd(spec, tgt, copy)
-        rp._record("structure", tgt, rp.Outcome(supported=True))
+            rp._record("structure", tgt, check_odd(spec, tgt, copy))
 
     if rp.SEED is not None:
         prop = seed(int(rp.SEED))(prop)
@@ -189,7 +191,7 @@ def flat_tables(draw) -> tuple[list, int]:
              draw(st.sampled_from(["float32", "float64", "int64", "uint8"]))) for c in names], n
 
 
-def check_table(columns: list, n: int, tgt: str, copy: bool | None) -> None:
+def check_table(columns: list, n: int, tgt: str, copy: bool | None) -> rp.Outcome:
     def make() -> tuple[dict, dict]:
         arrays = {c: rp.build_numpy(rp.Layout(dt, (n,))) for c, _, dt in columns}
         value = {c: arrays[c] if kind == "array" else arrays[c].__dlpack__()
@@ -205,8 +207,9 @@ def check_table(columns: list, n: int, tgt: str, copy: bool | None) -> None:
     except InteropError as e:
         out, err = None, e
     assert plan.supported == can == (err is None), f"{here}\n{plan}\n{err!r}"
+    outcome = rp.Outcome(empty=not n, supported=err is None)
     if err is not None:
-        return
+        return outcome
     table = out if tgt == "pyarrow" else pa.table(out) if tgt == "polars" else \
         pa.Table.from_pandas(out, preserve_index=False)
     assert table.column_names == list(arrays), here
@@ -216,6 +219,8 @@ def check_table(columns: list, n: int, tgt: str, copy: bool | None) -> None:
         if tgt == "pyarrow" and n and col.num_chunks == 1:
             shared = col.chunk(0).buffers()[1].address == a.ctypes.data
             assert shared == (copy is not True and plan.columns[c].zero_copy), f"{here} {c}"
+            outcome.zero_copy |= shared
+    return outcome
 
 
 @pytest.mark.parametrize("tgt", TABLE_TARGETS)
@@ -223,8 +228,7 @@ def test_flat_dicts_of_dlpack_leaves_as_tables_keep_the_contract(tgt: str) -> No
     @rp._settings()
     @given(flat_tables(), st.sampled_from([None, False, True]))
     def prop(table: tuple, copy: bool | None) -> None:
-        check_table(*table, tgt, copy)
-        rp._record("table", tgt, rp.Outcome(supported=True, empty=not table[1]))
+        rp._record("table", tgt, check_table(*table, tgt, copy))
 
     if rp.SEED is not None:
         prop = seed(int(rp.SEED))(prop)
@@ -236,4 +240,4 @@ def test_random_search_of_odd_structures_with_a_fresh_seed() -> None:
     counts = rp.search("test_odd_structures or test_flat_dicts_of_dlpack_leaves",
                        "not tensorflow and not paddle and not dali and not multidevice",
                        examples=max(rp.SLOW_EXAMPLES // 2, 20), path=__file__, non_empty=0.5)
-    assert counts["cases"], counts
+    assert counts["supported"] and counts["zero_copy"], counts
