@@ -46,7 +46,9 @@ def compile_tree(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
     """The closure converting values of the structure of ``tree``; ``leaf_plan`` gives each
     array leaf's converter; ``narrows``: the target may narrow dtypes, so each leaf's
     narrowing reasons are labelled with its path (:func:`interop.narrowing.gathered`)."""
-    check, run = _compile(tree, leaf_plan, narrows)
+    check, run, whole = _compile(tree, leaf_plan, narrows)
+    if whole is not None:  # a node run by code made for its shape: checks, then converts
+        return whole
 
     def convert(x: Any) -> Any:
         check(x)  # the whole structure, before any leaf is converted
@@ -59,8 +61,9 @@ Check = Callable[[Any], None]
 
 
 def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
-             narrows: bool) -> tuple[Check, Convert]:
-    """The check and the run of the node ``tree`` (see the module doc)."""
+             narrows: bool) -> tuple[Check, Convert, Convert | None]:
+    """The check and the run of the node ``tree`` (see the module doc), and, for a node run
+    by code made for its shape, both in one function (``None`` otherwise)."""
     types, fns, checks, paths = [], [], [], []
     for c in tree.children:
         paths.append(c.path if isinstance(c, Leaf) else None)
@@ -77,29 +80,30 @@ def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
             fns.append(None)
         else:
             types.append(c.node.type)
-            checks[-1], run = _compile(c, leaf_plan, narrows)
+            checks[-1], run, _ = _compile(c, leaf_plan, narrows)
             fns.append(run)
     node = tree.node
-    keys = key_test(node.keys) if node.kind == DICT else None
+    ktypes, kreprs = key_facts(node.keys) if node.kind == DICT else ((), None)
     if node.kind != GENERIC and len(types) <= SMALL:
         shape = tuple("N" if isinstance(c, Tree) else "K" if isinstance(c, Kept) else "L"
                       for c in tree.children)
-        make = _MAKERS.get((node.kind, shape))
+        key = (node.kind, shape, kreprs is not None)
+        make = _MAKERS.get(key)
         if make is None:
-            make = _MAKERS[(node.kind, shape)] = _straight(node.kind, shape)
+            make = _MAKERS[key] = _straight(*key)
         rebuild = OrderedDict if node.type is OrderedDict else None
-        return make(node.type, len(types), node.keys, keys, tuple(types), tuple(fns),
+        return make(node.type, len(types), node.keys, ktypes, kreprs, tuple(types), tuple(fns),
                     tuple(checks), tuple(paths), rebuild)
     children = _children_check(tuple(types), tuple(checks))
     if node.kind == DICT:
-        return (_dict_check(node.type, len(types), keys, children),
-                _dict_run(node.type, node.keys, tuple(fns), paths))
+        return (_dict_check(node.type, node.keys, ktypes, kreprs, children),
+                _dict_run(node.type, node.keys, tuple(fns), paths), None)
     seq = _sequence(tuple(fns), tuple(paths))
     if node.kind == GENERIC:
-        return _generic_run(node.type, len(types), node.meta, node.flatten, node.unflatten,
-                            children, seq)
-    return _sequence_check(node.type, len(types), children), _sequence_run(node.kind, node.type,
-                                                                           seq)
+        return (*_generic_run(node.type, len(types), node.meta, node.flatten, node.unflatten,
+                              children, seq), None)
+    return (_sequence_check(node.type, len(types), children),
+            _sequence_run(node.kind, node.type, seq), None)
 
 
 _PLAIN_KEYS = (str, int, bool, bytes, type(None))
@@ -107,15 +111,12 @@ _PLAIN_KEYS = (str, int, bool, bytes, type(None))
 ``0.0``; nor for tuples: ``(1,)`` and ``(True,)``)."""
 
 
-def key_test(keys: tuple) -> Callable[[tuple], bool]:
-    """Whether a dict's keys (as a tuple) are the same keys as ``keys`` (see the module
-    doc)."""
+def key_facts(keys: tuple) -> tuple[tuple, tuple | None]:
+    """What a dict's keys must match to be the same keys as ``keys`` (see the module doc),
+    besides equality: their types, and their reprs (``None`` where equality and type
+    decide)."""
     types = tuple(map(type, keys))
-    if all(t in _PLAIN_KEYS for t in types):
-        return lambda ks: ks == keys and tuple(map(type, ks)) == types
-    reprs = tuple(map(repr, keys))
-    return lambda ks: (ks == keys and tuple(map(type, ks)) == types
-                       and tuple(map(repr, ks)) == reprs)
+    return types, None if all(t in _PLAIN_KEYS for t in types) else tuple(map(repr, keys))
 
 
 SMALL = 16
@@ -124,61 +125,68 @@ compiled once per shape and process (as :mod:`interop.fastplan` does for plans);
 (a model's weights) runs a loop: straight-line code of a thousand children runs slower than
 the loop and takes a quarter of a second to compile (measured; see the notes of issue 30)."""
 
-_MAKERS: dict[tuple, Callable[..., tuple[Check, Convert]]] = {}
+_MAKERS: dict[tuple, Callable[..., tuple[Check, Convert, Convert]]] = {}
 
 
-def _straight(kind: str, shape: tuple[str, ...]) -> Callable[..., tuple[Check, Convert]]:
-    """The maker of a node's check and run for ``kind`` and ``shape`` (per child ``"L"``: an
-    array leaf, ``"K"``: a leaf kept, ``"N"``: a nested node). For a dict of an array leaf
-    and a nested node they read::
+def _straight(kind: str, shape: tuple[str, ...],
+              strict: bool) -> Callable[..., tuple[Check, Convert, Convert]]:
+    """The maker of a node's check, run and both in one (``whole``) for ``kind`` and
+    ``shape`` (per child ``"L"``: an array leaf, ``"K"``: a leaf kept, ``"N"``: a nested
+    node); ``strict``: keys are matched by ``repr`` too. For a dict of an array leaf and a
+    nested node ``whole`` reads::
 
-        def check(x):
-            if type(x) is not T or len(x) != N or not keytest(tuple(x)):
+        def whole(x):
+            if (type(x) is not T or len(x) != N or tuple(x) != keys
+                    or tuple(map(type, x)) != ktypes):
                 raise Mismatch
             v0, v1, = x.values()
             if type(v0) is not t0 or type(v1) is not t1:
                 raise Mismatch
             c1(v1)
-
-        def run(x):
-            v0, v1, = x.values()
             try:
                 r0 = f0(v0)
             except InteropError as e:
                 raise at_path(e, p0) from e
             r1 = f1(v1)
             return {k0: r0, k1: r1}
+
+    ``check`` is its lines up to ``c1(v1)``; ``run`` unpacks the values and converts.
     """
     n = len(shape)
     names = lambda p: ", ".join(f"{p}{i}" for i in range(n)) + "," if n else ""  # noqa: E731
     values = f"{names('v')} = {'x.values()' if kind == DICT else 'x'}"
-    check = ["if type(x) is not T or len(x) != N" + (" or not keytest(tuple(x)):"
-                                                     if kind == DICT else ":"),
-             "    raise Mismatch"]
-    run = []
+    same = ""
+    if kind == DICT:
+        same = " or tuple(x) != keys or tuple(map(type, x)) != ktypes" + (
+            " or tuple(map(repr, x)) != kreprs" if strict else "")
+    check = [f"if type(x) is not T or len(x) != N{same}:", "    raise Mismatch"]
+    convert = []
     if n:
         check += [values, "if " + " or ".join(f"type(v{i}) is not t{i}" for i in range(n))
                   + ":", "    raise Mismatch"]
         check += [f"c{i}(v{i})" for i, c in enumerate(shape) if c == "N"]
-        run.append(values)
     for i, c in enumerate(shape):
         if c == "L":
-            run += ["try:", f"    r{i} = f{i}(v{i})", "except InteropError as e:",
-                    f"    raise at_path(e, p{i}) from e"]
+            convert += ["try:", f"    r{i} = f{i}(v{i})", "except InteropError as e:",
+                        f"    raise at_path(e, p{i}) from e"]
         else:
-            run.append(f"r{i} = {'v' if c == 'K' else 'f'}{i}" + ("" if c == "K" else f"(v{i})"))
+            convert.append(f"r{i} = {'v' if c == 'K' else 'f'}{i}"
+                           + ("" if c == "K" else f"(v{i})"))
     items = ", ".join(f"k{i}: r{i}" for i in range(n)) if kind == DICT else names("r")
     built = {DICT: f"{{{items}}}", LIST: f"[{items}]", TUPLE: f"({items})",
              NAMEDTUPLE: f"T({names('r')[:-1]})"}[kind]
-    run.append(f"return {built}" if kind != DICT else
-               f"return {built} if rebuild is None else rebuild({built})")
+    convert.append(f"return {built}" if kind != DICT else
+                   f"return {built} if rebuild is None else rebuild({built})")
     unpack = [f"{names(p)} = {whole}" for p, whole in (("t", "types"), ("f", "fns"),
                                                        ("c", "checks"), ("p", "paths"),
                                                        ("k", "keys"))] if n else []
-    source = ("def make(T, N, keys, keytest, types, fns, checks, paths, rebuild):\n"
-              + "".join(f"    {line}\n" for line in unpack) + "    def check(x):\n"
-              + "".join(f"        {line}\n" for line in check) + "    def run(x):\n"
-              + "".join(f"        {line}\n" for line in run) + "    return check, run\n")
+    bodies = (("check", check), ("run", ([values] if n else []) + convert),
+              ("whole", check + convert))
+    source = ("def make(T, N, keys, ktypes, kreprs, types, fns, checks, paths, rebuild):\n"
+              + "".join(f"    {line}\n" for line in unpack)
+              + "".join(f"    def {name}(x):\n" + "".join(f"        {line}\n" for line in body)
+                        for name, body in bodies)
+              + "    return check, run, whole\n")
     namespace: dict[str, Any] = {"__name__": __name__, "Mismatch": Mismatch,
                                  "InteropError": InteropError, "at_path": at_path}
     exec(compile(source, f"<interop structure {kind} {''.join(shape)}>", "exec"), namespace)
@@ -210,9 +218,14 @@ def _children_check(types: tuple, checks: tuple) -> Check:
     return check
 
 
-def _dict_check(tp: type, n: int, keytest: Callable[[tuple], bool], children: Check) -> Check:
+def _dict_check(tp: type, keys: tuple, ktypes: tuple, kreprs: tuple | None,
+                children: Check) -> Check:
+    n = len(keys)
+
     def check(x: Any) -> None:
-        if type(x) is not tp or len(x) != n or not keytest(tuple(x)):
+        if (type(x) is not tp or len(x) != n or tuple(x) != keys
+                or tuple(map(type, x)) != ktypes
+                or (kreprs is not None and tuple(map(repr, x)) != kreprs)):
             raise Mismatch
         children(x.values())
 
