@@ -147,3 +147,35 @@ def test_a_dict_of_dlpack_leaves_is_a_table(tgt, leaf):
     bad = {"a": DLPackOnly(np.arange(3.0)), "b": b}
     with pytest.raises(InteropError, match="one length"):
         interop.to_framework(bad, tgt)
+
+
+# ---- device data to the host: device="cpu" for frameworks of one CPU device and of several ------
+
+class OnDevice:
+    """A stand-in for a device array (its values in ``a``, host memory here)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+
+def test_device_data_moved_to_the_host_lands_there():
+    """A value on a CUDA device with device="cpu": copied to the host for torch (one CPU
+    device) and onto JAX's CPU device 0 (JAX can have several)."""
+    import jax
+
+    from interop.adapters.base import ArrayAdapter
+    from interop.default import build
+
+    reg = build()
+    reg.add(ArrayAdapter(name="ondevice", devices=("cpu", "cuda"), target=False,
+                         is_value=lambda x: isinstance(x, OnDevice),
+                         device=lambda x: ("cuda", 0), to_numpy=lambda x: np.array(x.a)))
+    a = np.arange(4.0, dtype=np.float32)
+    for tgt, copy in (("torch", None), ("torch", True), ("numpy", None), ("jax", None),
+                      ("jax", True)):
+        plan = reg.explain(OnDevice(a), tgt, "cpu", copy)
+        assert plan.supported and not plan.zero_copy and plan.steps[0].via == "copy to cpu:0"
+        out = reg.convert(OnDevice(a), tgt, device="cpu", copy=copy)
+        np.testing.assert_array_equal(np.asarray(out), a)
+        if tgt == "jax":
+            assert out.devices() == {jax.devices("cpu")[0]}

@@ -288,11 +288,19 @@ class Runner:
             why = (f" ({tgt} holds CUDA device memory only)" if where[1] is None else "")
             raise ZeroCopyError(f"copy=False, but moving {src} data to {to}{why} copies it")
         arr = self.adapters[src].to_numpy(x)
-        if where[0] == "cpu":  # onto CPU device N of a framework of several (device_move)
-            from .host import fresh_copy
+        if where[0] == "cpu":
+            place = self.adapters[tgt].place
+            if place is None:  # device data to the host of a framework of one CPU device
+                return self.copy_route("numpy", arr, tgt) if copy else \
+                    self.compile("numpy", tgt, None).run(arr)
+            narrow = self.narrowing(arr.dtype, tgt, warn=True)  # onto CPU device N
+            if self.adapters[src].device(x)[0] == "cpu":  # the source's own host memory
+                from .host import fresh_copy
 
-            arr = fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
-            return self.adapters[tgt].place(arr, where[1])
+                arr = fresh_copy(arr, narrow)
+            elif narrow is not None:  # device data: already a host copy
+                arr = arr.astype(narrow)
+            return place(arr, where[1])
         from . import devices
 
         index = devices.current_cuda_device(tgt) if where[1] is None else where[1]
