@@ -2,9 +2,9 @@
 
 Blocks of one file run in order in one namespace, like a reader following along. A block
 preceded by a ``<!-- no-test -->`` line is skipped: only for examples that need a GPU.
-A block preceded by ``<!-- requires: tensorflow -->`` (or ``paddle``, ``dali``) runs only in that
-framework's own test process (``pytest -m tensorflow``), through :func:`run_optional_blocks`,
-so the core run never imports it.
+A block preceded by ``<!-- requires: tensorflow -->`` (or ``paddle``, ``dali``, ``multidevice``:
+JAX with four CPU devices) runs only in that suite's own test process (``pytest -m tensorflow``),
+through :func:`run_optional_blocks`, so the core run never imports it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ DOCS = [ROOT / "README.md"] + [ROOT / "docs" / f"{n}.md" for n in
                                 "troubleshooting", "dask", "architecture")]
 BLOCK = re.compile(r"(?P<before>[^\n]*)\n```python\n(?P<code>.*?)\n```", re.S)
 REQUIRES = re.compile(r"<!-- requires: (?P<name>[\w-]+) -->")
-OPTIONAL = ("tensorflow", "paddle", "dali")
+OPTIONAL = ("tensorflow", "paddle", "dali", "multidevice")
 
 
 def _all_blocks(path: Path) -> list[tuple[int, str, str]]:

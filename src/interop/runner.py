@@ -224,6 +224,9 @@ class Runner:
             except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
                 raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
             hub, arr = "numpy", fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
+            place = self.adapters[tgt].place
+            if src == tgt and place is not None:  # where the source is: its device, sharding
+                return place(arr, x)
         elif any(n == 0 for n in getattr(x, "shape", (1,))):
             # no bytes to move, and an empty device buffer may not export
             adapter = self.adapters[src]
@@ -286,8 +289,18 @@ class Runner:
             raise ZeroCopyError(f"copy=False, but moving {src} data to {to}{why} copies it")
         arr = self.adapters[src].to_numpy(x)
         if where[0] == "cpu":
-            return self.copy_route("numpy", arr, tgt) if copy else \
-                self.compile("numpy", tgt, None).run(arr)
+            place = self.adapters[tgt].place
+            if place is None:  # device data to the host of a framework of one CPU device
+                return self.copy_route("numpy", arr, tgt) if copy else \
+                    self.compile("numpy", tgt, None).run(arr)
+            narrow = self.narrowing(arr.dtype, tgt, warn=True)  # onto CPU device N
+            if self.adapters[src].device(x)[0] == "cpu":  # the source's own host memory
+                from .host import fresh_copy
+
+                arr = fresh_copy(arr, narrow)
+            elif narrow is not None:  # device data: already a host copy
+                arr = arr.astype(narrow)
+            return place(arr, where[1])
         from . import devices
 
         index = devices.current_cuda_device(tgt) if where[1] is None else where[1]
@@ -305,11 +318,17 @@ def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
                 device: Any) -> tuple[str, int | None] | None:
     """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay.
     Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
-    current CUDA device: ``("cuda", None)``."""
+    current CUDA device: ``("cuda", None)``. Every CPU device holds host memory: ``"cpu"``
+    keeps data on whichever it is, and ``"cpu:N"`` names the target's CPU device ``N``
+    (JAX can run several; for a framework of one, ``cpu:0`` is ``cpu``): data on another
+    is copied there."""
     if device is not None:
-        from .devices import parse_device  # loaded by the first device= given
+        from .devices import cpu_index, parse_device  # loaded by the first device= given
 
         kind, index = parse_device(device)
+        if kind == "cpu" and "cpu" in tgt.devices:
+            count = tgt.cpu_devices() if tgt.cpu_devices is not None else 1
+            index = cpu_index(index, count, tgt.name, device)
         if kind == have[0] and (index is None or index == have[1]):
             if tgt.devices == ("cuda",) and have[0] == "cpu":
                 raise DeviceError(
