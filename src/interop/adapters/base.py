@@ -125,7 +125,7 @@ class ArrayAdapter:
     """A host NumPy array copied onto CUDA device ``index`` as this framework's value."""
     cpu_devices: Callable[[], int] | None = None
     """How many CPU devices the framework has (JAX can run several); ``None``: one, the host.
-    ``device="cpu:N"`` names one of them (:func:`interop.devices.cpu_index`)."""
+    ``device="cpu:N"`` names one of them (``interop.devices.cpu_index``)."""
     place: Callable[[Any, Any], Any] | None = None
     """``(host NumPy array, where)``: the array as this framework's value on CPU device
     ``where`` (an int), or where a value ``where`` of this framework lives (its devices, its
