@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .adapters.base import ArrayAdapter, Edge, StructureAdapter, fixed, installed
 from .default import REGISTRY
+from .devices import same_memory
 from .errors import InteropError
 
 if TYPE_CHECKING:
@@ -36,8 +37,10 @@ def can_convert(x: Any, target: str, *, device: Any = None,
 def shares_memory(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device; a
     value of several chunks, of several buffers (an Arrow validity bitmap, offsets and
-    values), or a structure, overlaps where any of its buffers or array leaves does."""
-    return any(va.device == vb.device and _overlap(va.extent(), vb.extent())
+    values), a JAX array sharded or replicated over several devices (each shard's buffer), or
+    a structure, overlaps where any of its buffers or array leaves does. Every CPU device
+    (JAX can run several) addresses the one host memory."""
+    return any(same_memory(va.device, vb.device) and _overlap(va.extent(), vb.extent())
                for va in _views(a) for vb in _views(b))
 
 
@@ -70,7 +73,7 @@ def _views(x: Any) -> list:
         return []
     try:
         return [adapter.view(x)]
-    except Exception:  # a value with no single buffer (sharded) shares none
+    except Exception:  # a value with no buffer interop can read shares none
         return []
 
 

@@ -88,7 +88,8 @@ def _move_plan(src: str, tgt: str, have: tuple[str, int], move: tuple[str, int |
                                               "this machine",), supported=False,
                         error="device")
         step = Step(src, tgt, f"copy to {move[0]}:{move[1]}", True)
-        why = f"device={device!r} moves the data from {have[0]}:{have[1]}"
+        held = f"{have[0]}:{have[1]}" if have[1] is not None else f"several {have[0]} devices"
+        why = f"device={device!r} moves the data from {held}"
     return Plan(src, tgt, (step,), False, (why,), supported=copy is not False,
                 error=None if copy is not False else "zero-copy")
 
@@ -115,8 +116,11 @@ def _copy_plan(reg: Any, at: str, tgt: str, reasons: list[str], hazards: list[st
         if narrow[1] not in reasons:
             reasons = [*reasons, narrow[1]]
     steps.append(Step(hub, hub, fresh, copies=True))
-    for e in reg.routes.route(hub, tgt, device) or []:
-        steps.append(Step(e.source, e.target, e.via))
+    if at == tgt and device == "cpu" and reg.adapters[tgt].place is not None:
+        steps.append(Step(hub, tgt, "onto the source's devices (its device or sharding)"))
+    else:
+        for e in reg.routes.route(hub, tgt, device) or []:
+            steps.append(Step(e.source, e.target, e.via))
     return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
 

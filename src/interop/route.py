@@ -135,11 +135,17 @@ def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
                 device: Any) -> tuple[str, int | None] | None:
     """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay.
     Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
-    current CUDA device: ``("cuda", None)``."""
+    current CUDA device: ``("cuda", None)``. Every CPU device holds host memory: ``"cpu"``
+    keeps data on whichever it is, and ``"cpu:N"`` names the target's CPU device ``N``
+    (JAX can run several; for a framework of one, ``cpu:0`` is ``cpu``): data on another
+    is copied there."""
     if device is not None:
-        from .devices import parse_device  # loaded by the first device= given
+        from .devices import cpu_index, parse_device  # loaded by the first device= given
 
         kind, index = parse_device(device)
+        if kind == "cpu" and "cpu" in tgt.devices:
+            count = tgt.cpu_devices() if tgt.cpu_devices is not None else 1
+            index = cpu_index(index, count, tgt.name, device)
         if kind == have[0] and (index is None or index == have[1]):
             if tgt.devices == ("cuda",) and have[0] == "cpu":
                 raise DeviceError(

@@ -227,6 +227,9 @@ class Runner:
             except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
                 raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
             hub, arr = "numpy", fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
+            place = self.adapters[tgt].place
+            if src == tgt and place is not None:  # where the source is: its device, sharding
+                return place(arr, x)
         elif any(n == 0 for n in getattr(x, "shape", (1,))):
             # no bytes to move, and an empty device buffer may not export
             adapter = self.adapters[src]
@@ -289,8 +292,18 @@ class Runner:
             raise ZeroCopyError(f"copy=False, but moving {src} data to {to}{why} copies it")
         arr = self.adapters[src].to_numpy(x)
         if where[0] == "cpu":
-            return self.copy_route("numpy", arr, tgt) if copy else \
-                self.compile("numpy", tgt, None).run(arr)
+            place = self.adapters[tgt].place
+            if place is None:  # device data to the host of a framework of one CPU device
+                return self.copy_route("numpy", arr, tgt) if copy else \
+                    self.compile("numpy", tgt, None).run(arr)
+            narrow = self.narrowing(arr.dtype, tgt, warn=True)  # onto CPU device N
+            if self.adapters[src].device(x)[0] == "cpu":  # the source's own host memory
+                from .host import fresh_copy
+
+                arr = fresh_copy(arr, narrow)
+            elif narrow is not None:  # device data: already a host copy
+                arr = arr.astype(narrow)
+            return place(arr, where[1])
         from . import devices
 
         index = devices.current_cuda_device(tgt) if where[1] is None else where[1]

@@ -123,6 +123,14 @@ class ArrayAdapter:
     its device, in this framework (cast to the dtype given); the GPU copy route's copy."""
     to_device: Callable[[Any, int], Any] | None = None
     """A host NumPy array copied onto CUDA device ``index`` as this framework's value."""
+    cpu_devices: Callable[[], int] | None = None
+    """How many CPU devices the framework has (JAX can run several); ``None``: one, the host.
+    ``device="cpu:N"`` names one of them (``interop.devices.cpu_index``)."""
+    place: Callable[[Any, Any], Any] | None = None
+    """``(host NumPy array, where)``: the array as this framework's value on CPU device
+    ``where`` (an int), or where a value ``where`` of this framework lives (its devices, its
+    sharding); it may alias the array, so callers hand it a fresh one. ``None``: the
+    framework has one CPU device and values go to it by its edges."""
     gpu_present: Callable[[], bool] = field(default=_no_gpu)
     """Whether this framework can see a GPU now (if not, its values are all on the host)."""
     edges: Callable[[], list[Edge]] = field(default=_no_edges)

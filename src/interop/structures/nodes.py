@@ -107,8 +107,8 @@ def _jax_node(x: Any) -> Node | None:
         return tu.tree_flatten(y, is_leaf=lambda z: z is not y)
 
     children, treedef = flatten(x)
-    if tu.treedef_is_leaf(treedef):
-        return None
+    if treedef.num_nodes == 1 and treedef.num_leaves == 1:  # a leaf (a node of no children
+        return None                                          # is an empty node, not a leaf)
     paths, _ = tu.tree_flatten_with_path(x, is_leaf=lambda z: z is not x)
     labels = tuple(_jax_label(tu, p[0]) for p, _ in paths)
     return Node(GENERIC, type(x), labels, children, labels, treedef, flatten,
