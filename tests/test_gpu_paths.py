@@ -73,7 +73,8 @@ class TorchStreams:
         monkeypatch.setattr(torch.cuda, "ExternalStream", self.external)
         monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: self.current)
         monkeypatch.setattr(torch.cuda, "default_stream", lambda device=None: self.default)
-        monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: obj)
+        monkeypatch.setattr(torch, "as_tensor",  # a tensor on the current device
+                            lambda obj, **kw: types.SimpleNamespace(device=None, obj=obj))
         return self
 
 

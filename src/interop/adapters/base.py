@@ -100,6 +100,11 @@ class ArrayAdapter:
     """What any zero-copy result of a value risks, whatever the consumer (DALI writes later
     batches into its output buffers): named on every DLPack and CUDA Array Interface edge
     out of this framework; its own edges name it themselves."""
+    export_stream: Callable[[Any, int], int] | None = None
+    """``(value, stream)``: orders a device value's export for a consumer on ``stream`` (a
+    DLPack stream number) where the framework's ``__dlpack__`` cannot (torch refuses the
+    per-thread default stream, and a tensor off the current device), and returns the stream
+    to pass instead (``-1`` once ordered); ``None``: ``__dlpack__`` orders it itself."""
     exports_versioned_only: bool = False
     hub: bool = False
     """Paths through this framework win ties (NumPy on the host, CuPy on a GPU)."""

@@ -69,6 +69,10 @@ RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=64, v
                       misaligned_why="copies it (XLA aliases 64-byte aligned buffers only)")
 GPU_RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=16,
                           accepts=_accepts, narrows=narrows, name="JAX on a GPU",
+                          own_stream=(
+                              "JAX cannot import on a user's stream: jax.dlpack.from_dlpack "
+                              "passes a stream of its own to __dlpack__, so the source's work "
+                              "is ordered before JAX's stream instead"),
                           misaligned_why="refuses it when it runs (XLA's GPU entry parameters "
                           "must be 16-byte aligned)")
 # From NumPy, a read-only array goes through a writable alias that only XLA holds: JAX never
