@@ -14,7 +14,10 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+from machine import RMM_MISSING
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(RMM_MISSING is not None, reason=str(RMM_MISSING))]
 
 MiB = 1 << 20
 
