@@ -47,6 +47,10 @@ class Compiled:
         self.edges, self.run, self.fast = edges, run, fast
 
 
+HOST = ("cpu", 0)
+"""Where a host value lives, as :attr:`ArrayAdapter.device` says it."""
+
+
 def stream_number(src: str, where: str, stream: Any) -> int | None:
     """The DLPack stream number for ``stream=`` on a ``src`` value living on ``where``
     (``None`` without one); an :class:`InteropError` for a CPU value, which no stream orders."""
@@ -110,15 +114,27 @@ class Runner:
         plans: dict[tuple[str, int], Convert] = {}
         target = self.adapters[tgt]
 
-        def run(x: Any) -> Any:
-            have = adapter.device(x)
+        def plan(x: Any, have: tuple[str, int]) -> Any:
             fn = plans.get(have)
             if fn is None:
                 fn = plans[have] = self._on_device(adapter, have, tgt, target, copy, device,
                                                    source_type, plans)
             return fn(x)
 
-        return run
+        def run(x: Any) -> Any:
+            return plan(x, adapter.device(x))
+
+        on_host = adapter.on_host
+        if on_host is None or device is not None:  # device= reads each value's own device
+            return run
+
+        def run_host_first(x: Any) -> Any:  # a host value costs one cheap test more
+            fn = plans.get(HOST)
+            if fn is not None and on_host(x):
+                return fn(x)
+            return run(x)
+
+        return run_host_first
 
     def _on_device(self, adapter: ArrayAdapter, have: tuple[str, int], tgt: str,
                    target: ArrayAdapter, copy: bool | None, device: Any,

@@ -85,6 +85,11 @@ class ArrayAdapter:
     (bit-packed booleans); ``None``: the view is all of it. :func:`interop.shares_memory`
     reads it."""
     device: Callable[[Any], tuple[str, int]] = field(default=_host)
+    on_host: Callable[[Any], bool] | None = None
+    """A cheap test that a value lives on the host, for a framework whose values of one type
+    live on host or GPU: on a GPU host a plan asks it per value before reading the device
+    (``device`` costs more), so host values keep their host plan's cost; ``None``: the
+    device is read."""
     to_numpy: Callable[[Any], Any] | None = None
     """Any value to a host NumPy array, copying if it must (the copy route's first half)."""
     export_dlpack: Callable[[Any], Any] | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from ..protocols import dlpack
@@ -27,6 +28,7 @@ from .base import (
     Edge,
     NeedsCopy,
     memo,
+    memo_by,
     module,
     view_obstacle,
 )
@@ -242,6 +244,17 @@ def _sharding_verdict(sh: Any) -> tuple[str, str] | None:
 
 
 _sharding = memo(_sharding_verdict, 64)  # arrays share a few shardings
+_host_sharding = memo_by(attrgetter("sharding"),  # arrays share a few shardings
+                         lambda x: all(d.platform == "cpu" for d in x.sharding.device_set))
+
+
+def _on_host(x: Any) -> bool:
+    """Whether ``x`` lives on the host: its client's platform (jaxlib's ``ArrayImpl.platform``,
+    50 ns), else its sharding's devices."""
+    try:
+        return x.platform() == "cpu"
+    except AttributeError:  # a jaxlib without it
+        return _host_sharding(x)
 
 
 def _to_numpy_check(x: Any) -> tuple[str, str] | None:
@@ -286,6 +299,7 @@ ADAPTER = ArrayAdapter(
     is_value=_is_value,
     view=view,
     device=_device,
+    on_host=_on_host,
     to_numpy=_to_numpy,
     export_dlpack=lambda x: x,
     export_check=export_check,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import sys
 from functools import cache
 from typing import Any
@@ -431,6 +432,7 @@ ADAPTER = ArrayAdapter(
     is_value=_is_value,
     view=view,
     device=_device,
+    on_host=operator.attrgetter("is_cpu"),
     to_numpy=_to_numpy,
     export_dlpack=_export,
     export_stream=_export_stream,
