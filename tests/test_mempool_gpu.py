@@ -360,6 +360,40 @@ def test_torch_jax_cupy_numba_reuse_one_default_pool() -> None:
     assert out["numba_freed"]["release_threshold_by"].startswith("XLA"), out["numba_freed"]
 
 
+def test_jax_then_torch_then_cupy_keep_the_shared_pool_usable() -> None:
+    """Issue 35, item 1, the other order: JAX starts first (XLA writes its threshold, the
+    pool's initial size), then torch (it writes "keep everything"), then CuPy grows the pool
+    by 1 GiB, past both; the primed size stays in the pool after a synchronisation."""
+    out = _run(
+        """
+        import json
+        import mempool
+        pool = mempool.use_rmm_pool("256MiB", backend="async", devices=[0])
+        import jax, jax.numpy as jnp
+        if jax.devices()[0].platform == "cpu":
+            print(json.dumps({"skip": "this JAX has no GPU"})); raise SystemExit
+        j = jnp.ones((1 << 20,), jnp.uint8).block_until_ready()
+        r = {"jax": pool.statistics()[0]}
+        import torch
+        t = torch.ones(1 << 20, device="cuda"); torch.cuda.synchronize()
+        r["torch"] = pool.statistics()[0]
+        import cupy
+        c = cupy.ones(1 << 30, dtype=cupy.uint8); cupy.cuda.Device().synchronize()
+        r["cupy_sum"] = int(c[:4096].sum()); del c
+        cupy.cuda.Device().synchronize()
+        r["end"] = pool.statistics()[0]
+        r["routed"] = sorted(mempool.status().routed())
+        print(json.dumps(r))
+        """
+    )
+    assert out["jax"]["release_threshold"] >= 255 * MiB
+    assert out["jax"]["release_threshold_by"].startswith("XLA"), out["jax"]
+    assert out["torch"]["release_threshold_by"].startswith("mempool, or PyTorch"), out["torch"]
+    assert out["cupy_sum"] == 4096
+    assert out["end"]["pool_bytes"] >= 255 * MiB
+    assert {"cupy", "torch", "jax"} <= set(out["routed"])
+
+
 _COST = """
 import json, statistics, sys, time
 import mempool
