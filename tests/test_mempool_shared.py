@@ -274,7 +274,10 @@ def test_torch_imported_on_cuda_malloc_async_is_routed_natively(clean) -> None:
     state = torch_adapter.install({0: None}, backend="async")
     assert state == torch_adapter.ALREADY and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
     assert torch_adapter.status("async").routed
-    assert "natively from the device's default pool" in torch_adapter.status("async").reason
+    reason = torch_adapter.status("async").reason
+    assert "natively from the device's default pool" in reason
+    assert "torch.cuda.empty_cache() trims the pool for every framework" in reason
+    assert "reset_peak_memory_stats() resets the peaks status() reads" in reason
     assert not torch_adapter.status("pool").routed
     assert torch_adapter.uninstall(state) is None  # it was like that before the pool
 

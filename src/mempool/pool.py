@@ -11,7 +11,7 @@ Per device, top to bottom, ``backend="pool"`` (the default)::
 
     CudaAsyncViewMemoryResource    over the device's *default* CUDA pool, the one PyTorch's
                                    cudaMallocAsync backend, XLA's cuda_async allocator and
-                                   CuPy's MemoryAsyncPool("default") allocate from natively;
+                                   CuPy's malloc_async allocate from natively;
                                    reserved, in use and peak bytes come from the driver's
                                    counters of that pool, read when asked (see asyncpool)
 
