@@ -13,7 +13,9 @@
 #   core       the core suite, -n 8 when pytest-xdist is there
 #   tensorflow, paddle   their suites, where installed
 #   benchmarks the GPU (and pool) benchmarks; SKIP_BENCHMARKS=1 leaves them out
-# DEADLINE (seconds, default 360) bounds the whole check: each step gets the time left (at
+# STEPS=core,benchmarks runs only the steps named (a second check of the same lease picks
+# up where the first one's deadline stopped it). DEADLINE (seconds, default 360) bounds the
+# whole check: each step gets the time left (at
 # most STEP_LIMIT, default 540), a step that cannot start in time is reported "not run", so
 # two checks fit one 15-minute lease. The report is rewritten after every step, so a check
 # stopped from outside still leaves one. Everything that comes back goes to $OUT (else
@@ -42,6 +44,7 @@ LIMIT="${STEP_LIMIT:-540}"   # seconds at most per step (one device command runs
 RESERVE=15                   # kept for the last report and the log archive
 MIN_STEP=20                  # a step with less time than this left is not started
 DRY="${DRY_RUN:-0}"
+ONLY=",${STEPS:-},"  # ",," : every step
 DOCS="${WRITE_DOCS:-1}"
 [ "$DRY" = 1 ] && DOCS=0
 WHEELS="${1:-${WHEELS:-}}"
@@ -88,6 +91,10 @@ step() {  # step NAME COMMAND...: run it in the time left, log it, record its st
   local cmd
   printf -v cmd '%q ' "$@"
   last=124
+  if [ "$ONLY" != ",," ] && [[ "$ONLY" != *",$name,"* ]]; then
+    skip "$name" "not run: not in STEPS=${STEPS}"
+    return 0
+  fi
   if [ "$budget" -lt "$MIN_STEP" ]; then
     echo "== $name: not run, ${budget}s left before the deadline"
     printf '%s\t-\tnot run: deadline (%ss left of %ss)\t0\n' "$name" "$budget" "$DEADLINE" \

@@ -263,6 +263,19 @@ def test_a_dry_run_shows_the_deadline_the_order_a_report_per_step_and_few_files(
     assert not list(tmp_path.glob("gpu-check.*"))  # the log folder is gone, archived
 
 
+def test_steps_picks_the_steps_a_second_check_runs(tmp_path):
+    """``STEPS=core,benchmarks``: the other steps are reported "not run", not started."""
+    bin_dir, calls = _stand_ins(tmp_path)
+    out = tmp_path / "out"
+    subprocess.run(["/bin/bash", str(SCRIPT)], capture_output=True, text=True, timeout=300,
+                   env=_env(bin_dir, out, STEPS="core,benchmarks"))
+    steps = {s["name"]: s for s in _steps(out)}
+    assert [n for n, s in steps.items() if s["rc"] == 0] == ["core", "benchmarks"]
+    assert steps["gpu"]["command"] == "not run: not in STEPS=core,benchmarks"
+    started = [c.split()[1] for c in calls.read_text().splitlines() if c.startswith("-m ")]
+    assert [m for m in started if m != "pip"] == ["pytest", "benchmarks"], started  # pip: .whl/
+
+
 def test_the_deadline_bounds_the_check_and_a_kill_leaves_a_report(tmp_path):
     """Each step takes 4 s (a stand-in pytest); with ``DEADLINE=50`` (15 s kept for the last
     report, steps under 20 s not started) the later steps are reported "not run" and the
