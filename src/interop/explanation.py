@@ -18,15 +18,17 @@ from .arguments import check_copy
 from .errors import FrameworkMissingError, InteropError, NullsError
 from .plan import Plan, Step
 from .protocols import dlpack
-from .runner import device_move
+from .runner import device_move, stream_number
 
 if TYPE_CHECKING:
     from .registry import Registry
 
 
 def explain(reg: Registry, x: Any, target: str, device: Any = None,
-            copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
-    """The plan for this value: steps, zero-copy or not, reasons and hazards."""
+            copy: bool | None = None, options: dict[str, Any] | None = None,
+            stream: Any = None) -> Plan:
+    """The plan for this value: steps, zero-copy or not, reasons and hazards; with a
+    ``stream``, the steps whose consumer orders the import on a stream of its own say so."""
     check_copy(copy)
     src = reg.owner(x)
     tgt = reg.target(target)
@@ -43,6 +45,7 @@ def explain(reg: Registry, x: Any, target: str, device: Any = None,
         return adapter.explain(reg, x, tgt, copy=copy, **(options or {}))
     have = adapter.device(x)
     move = device_move(adapter, have, reg.adapters[tgt], device)
+    stream = stream_number(src, have[0], stream)  # raises as the conversion does
     if move is not None:
         return _move_plan(src, tgt, have, move, device, copy)
     dev = have[0]
@@ -84,6 +87,9 @@ def explain(reg: Registry, x: Any, target: str, device: Any = None,
                 else e.convert(v)
     if not edges:
         steps.append(Step(src, tgt, "identity"))
+    if stream is not None:
+        reasons.extend(f"stream={stream}: {why}" for why in dict.fromkeys(
+            reg.runner.own_stream(e) for e in edges) if why)
     return Plan(src, tgt, tuple(steps), zero_copy, tuple(reasons),
                 tuple(hazards) if zero_copy else ())  # a copy shares nothing
 

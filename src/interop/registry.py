@@ -22,9 +22,8 @@ from .errors import (
     UnknownFrameworkError,
     UnsupportedConversionError,
 )
-from .protocols import dlpack
 from .routing import Routes
-from .runner import Runner, device_move
+from .runner import Runner, device_move, stream_number
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -176,14 +175,10 @@ class Registry:
                 raise _no_options(self, src, options)
             have = adapter.device(x)
             move = device_move(adapter, have, self.adapters[tgt], device)  # raises early
-            if stream is not None and have[0] == "cpu":
-                raise InteropError(
-                    f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
-                    "work only; pass stream=None for CPU data")
             if stream is not None:
+                stream = stream_number(src, have[0], stream)
                 if move is not None:
                     return lambda x: self.runner.move(src, x, tgt, move, copy)
-                stream = dlpack.stream_argument(stream, dlpack.Device.CUDA)
                 return self.runner.compile(src, tgt, copy, have[0], stream).run
             fast = not adapter.per_value_owner
             if device is not None or move is not None or adapter.gpu_present():
@@ -293,13 +288,13 @@ class Registry:
                 if isinstance(a, TableAdapter) and a.options}
 
     def explain(self, x: Any, target: str, device: Any = None, copy: bool | None = None,
-                options: dict[str, Any] | None = None) -> Plan:
+                options: dict[str, Any] | None = None, stream: Any = None) -> Plan:
         """The plan for this value: steps, zero-copy or not, reasons and hazards."""
         from .explanation import explain  # loaded by the first explain, not by a first call
 
         if device is not None:
             device = device_name(device)
-        return explain(self, x, target, device, copy, options)
+        return explain(self, x, target, device, copy, options, stream)
 
 
 def _no_options(reg: Registry, src: str, options: dict[str, Any]) -> InteropError:

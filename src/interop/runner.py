@@ -47,6 +47,22 @@ class Compiled:
         self.edges, self.run, self.fast = edges, run, fast
 
 
+HOST = ("cpu", 0)
+"""Where a host value lives, as :attr:`ArrayAdapter.device` says it."""
+
+
+def stream_number(src: str, where: str, stream: Any) -> int | None:
+    """The DLPack stream number for ``stream=`` on a ``src`` value living on ``where``
+    (``None`` without one); an :class:`InteropError` for a CPU value, which no stream orders."""
+    if stream is None:
+        return None
+    if where == "cpu":
+        raise InteropError(
+            f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
+            "work only; pass stream=None for CPU data")
+    return dlpack.stream_argument(stream, dlpack.Device.CUDA)
+
+
 class Runner:
     """Compiles routes of ``routes`` between the ``adapters`` and runs the copy route."""
 
@@ -98,15 +114,27 @@ class Runner:
         plans: dict[tuple[str, int], Convert] = {}
         target = self.adapters[tgt]
 
-        def run(x: Any) -> Any:
-            have = adapter.device(x)
+        def plan(x: Any, have: tuple[str, int]) -> Any:
             fn = plans.get(have)
             if fn is None:
                 fn = plans[have] = self._on_device(adapter, have, tgt, target, copy, device,
                                                    source_type, plans)
             return fn(x)
 
-        return run
+        def run(x: Any) -> Any:
+            return plan(x, adapter.device(x))
+
+        on_host = adapter.on_host
+        if on_host is None or device is not None:  # device= reads each value's own device
+            return run
+
+        def run_host_first(x: Any) -> Any:  # a host value costs one cheap test more
+            fn = plans.get(HOST)
+            if fn is not None and on_host(x):
+                return fn(x)
+            return run(x)
+
+        return run_host_first
 
     def _on_device(self, adapter: ArrayAdapter, have: tuple[str, int], tgt: str,
                    target: ArrayAdapter, copy: bool | None, device: Any,
@@ -150,9 +178,19 @@ class Runner:
 
         return step
 
+    def own_stream(self, e: Edge) -> str:
+        """Why edge ``e``'s consumer takes no stream from the user and orders the import on
+        its own (:attr:`ConsumerRules.own_stream`), or ``""``."""
+        if not e.via.startswith("DLPack"):
+            return ""
+        target = self.adapters[e.target]
+        rules = target.rules if e.device == "cpu" else target.gpu_rules
+        return rules.own_stream if rules is not None else ""
+
     def _with_stream(self, e: Edge, stream: Any) -> Edge:
         """The edge, ordered for the user's ``stream``: a DLPack export for it, or a CUDA Array
-        Interface import on it (the consumer waits for the producer's stream)."""
+        Interface import on it (the consumer waits for the producer's stream). A consumer
+        that orders the import on its own stream (:meth:`own_stream`) keeps the plain edge."""
         from dataclasses import replace
 
         if e.via == CAI_VIA:
@@ -163,15 +201,17 @@ class Runner:
                 return from_cai(export_cai(x), stream)
 
             return replace(e, converter=lambda: on_stream)
-        if not e.via.startswith("DLPack"):
+        if not e.via.startswith("DLPack") or self.own_stream(e):
             return e
-        export = self.adapters[e.source].export_dlpack
+        source = self.adapters[e.source]
+        export, order = source.export_dlpack, source.export_stream
         consume = self.adapters[e.target].from_dlpack
         target = self.adapters[e.target]
         legacy = not (target.rules if e.device == "cpu" else target.gpu_rules).versioned
 
         def convert(x: Any) -> Any:
-            cap = dlpack.export(export(x), stream=stream, versioned=not legacy)
+            on = stream if order is None else order(x, stream)
+            cap = dlpack.export(export(x), stream=on, versioned=not legacy)
             return consume(dlpack.CapsuleProducer(cap))
 
         return replace(e, converter=lambda: convert)
