@@ -18,18 +18,18 @@ to_framework = REGISTRY.convert
 to_framework.__module__ = __name__
 
 
-def explain(x: Any, target: str, *, device: Any = None,
-            copy: bool | None = None, **options: Any) -> Plan:
+def explain(x: Any, target: str, *, device: Any = None, copy: bool | None = None,
+            stream: Any = None, **options: Any) -> Plan:
     """The plan ``to_framework(x, target, ...)`` would follow: steps, zero-copy, reasons."""
-    return REGISTRY.explain(x, target, device, copy, options)
+    return REGISTRY.explain(x, target, device, copy, options, stream)
 
 
-def can_convert(x: Any, target: str, *, device: Any = None,
-                copy: bool | None = None, **options: Any) -> bool:
+def can_convert(x: Any, target: str, *, device: Any = None, copy: bool | None = None,
+                stream: Any = None, **options: Any) -> bool:
     """Whether ``to_framework(x, target, ...)`` would succeed; converts nothing (where the plan
     copies, the value is read to host NumPy as the copy would read it, to judge what follows)."""
     try:
-        return explain(x, target, device=device, copy=copy, **options).supported
+        return explain(x, target, device=device, copy=copy, stream=stream, **options).supported
     except InteropError:
         return False
 

@@ -15,9 +15,12 @@ from .route import COMPOSITE, STRUCTURE, decide
 
 
 def explain(reg: Any, x: Any, target: str, device: Any = None,
-            copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
-    """The plan for this value: steps, zero-copy or not, reasons and hazards."""
-    route = decide(reg, x, target, device, copy, None, options)
+            copy: bool | None = None, options: dict[str, Any] | None = None,
+            stream: Any = None) -> Plan:
+    """The plan for this value: steps, zero-copy or not, reasons and hazards; with a
+    ``stream``, the steps whose consumer orders the import on a stream of its own say so."""
+    route = decide(reg, x, target, device, copy, stream, options)
+    stream = route.stream
     src, tgt, adapter = route.source, route.target, route.adapter
     if route.failure is not None:
         what, why = route.failure
@@ -68,6 +71,9 @@ def explain(reg: Any, x: Any, target: str, device: Any = None,
                 else e.convert(v)
     if not edges:
         steps.append(Step(src, tgt, "identity"))
+    if stream is not None:
+        reasons.extend(f"stream={stream}: {why}" for why in dict.fromkeys(
+            reg.runner.own_stream(e) for e in edges) if why)
     return Plan(src, tgt, tuple(steps), zero_copy, tuple(reasons),
                 tuple(hazards) if zero_copy else ())  # a copy shares nothing
 

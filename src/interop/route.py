@@ -20,6 +20,7 @@ from .errors import (
     InteropError,
     UnsupportedConversionError,
 )
+from .protocols import dlpack
 from .record import record
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class Route:
     """Where the data lives is read per value (the plan dispatches on it: :meth:`on`)."""
     device: Any = None
     """The ``device=`` asked for (a string)."""
+    stream: int | None = None
+    """The DLPack stream number of the ``stream=`` asked for (:func:`stream_number`)."""
     routes: Routes | None = None
     target_adapter: Any = None
     """The target framework's adapter (for :meth:`on`)."""
@@ -109,15 +112,24 @@ def decide(reg: Any, x: Any, target: str, device: Any = None, copy: bool | None 
     assert isinstance(adapter, ArrayAdapter)
     have = adapter.device(x)
     move, edges = _array_way(reg.routes, adapter, have, target_adapter, device)
-    if stream is not None and have[0] == "cpu":
-        raise InteropError(
-            f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
-            "work only; pass stream=None for CPU data")
+    number = stream_number(src, have[0], stream)
     per_value = stream is None and (device is not None or move is not None
                                     or adapter.gpu_present())
     return Route(src, tgt, MOVE if move is not None else EDGES, adapter, have=have, move=move,
-                 edges=edges, per_value=per_value, device=device, routes=reg.routes,
-                 target_adapter=target_adapter)
+                 edges=edges, per_value=per_value, device=device, stream=number,
+                 routes=reg.routes, target_adapter=target_adapter)
+
+
+def stream_number(src: str, where: str, stream: Any) -> int | None:
+    """The DLPack stream number for ``stream=`` on a ``src`` value living on ``where``
+    (``None`` without one); an :class:`InteropError` for a CPU value, which no stream orders."""
+    if stream is None:
+        return None
+    if where == "cpu":
+        raise InteropError(
+            f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
+            "work only; pass stream=None for CPU data")
+    return dlpack.stream_argument(stream, dlpack.Device.CUDA)
 
 
 def _array_way(routes: Any, adapter: ArrayAdapter, have: tuple[str, int],

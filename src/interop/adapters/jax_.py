@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from ..protocols import dlpack
@@ -28,6 +29,7 @@ from .base import (
     NeedsCopy,
     instance_test,
     memo,
+    memo_by,
     module,
     view_obstacle,
 )
@@ -70,6 +72,10 @@ RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=64, v
                       misaligned_why="copies it (XLA aliases 64-byte aligned buffers only)")
 GPU_RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=16,
                           accepts=_accepts, narrows=narrows, name="JAX on a GPU",
+                          own_stream=(
+                              "JAX cannot import on a user's stream: jax.dlpack.from_dlpack "
+                              "passes a stream of its own to __dlpack__, so the source's work "
+                              "is ordered before JAX's stream instead"),
                           misaligned_why="refuses it when it runs (XLA's GPU entry parameters "
                           "must be 16-byte aligned)")
 # From NumPy, a read-only array goes through a writable alias that only XLA holds: JAX never
@@ -263,6 +269,17 @@ def _sharding_verdict(sh: Any) -> tuple[str, str] | None:
 
 
 _sharding = memo(_sharding_verdict, 64)  # arrays share a few shardings
+_host_sharding = memo_by(attrgetter("sharding"),  # arrays share a few shardings
+                         lambda x: all(d.platform == "cpu" for d in x.sharding.device_set))
+
+
+def _on_host(x: Any) -> bool:
+    """Whether ``x`` lives on the host: its client's platform (jaxlib's ``ArrayImpl.platform``,
+    50 ns), else its sharding's devices."""
+    try:
+        return x.platform() == "cpu"
+    except AttributeError:  # a jaxlib without it
+        return _host_sharding(x)
 
 
 def _views_a_replica(sh: Any) -> bool:
@@ -332,6 +349,7 @@ ADAPTER = ArrayAdapter(
     view=view,
     buffers=_buffers,
     device=_device,
+    on_host=_on_host,
     to_numpy=_to_numpy,
     export_dlpack=lambda x: x,
     export_check=export_check,
