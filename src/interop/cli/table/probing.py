@@ -20,6 +20,7 @@ from .. import memory
 from .cells import COPY, NOT_PROBED, NOT_SUPPORTED, UNSUPPORTED, ZERO_COPY, cell, clean
 from .columns import CPU, GPU, ON_GPU, PACKAGES, RETIRED, package_installed
 from .samples import LAYOUTS, SAMPLE, Maker, make_sample
+from .sparse import SPARSE_SAMPLE, sparse_cells
 
 DEVICE_PROOF = "pointers and extents (device memory)"
 NOT_SEEN = "the result's bytes overlap the source's, but a write through one was not seen " \
@@ -121,7 +122,8 @@ def build(gpu: tuple[int, str] | None = None, skip: tuple[str, ...] = ()) -> dic
     return {"generated_by": "python -m interop table", "sample": SAMPLE,
             "versions": versions, "cuda": f"{n_gpu} device(s)" if n_gpu else "no CUDA device",
             "cuda_detail": gpu_reason, "skipped": list(skip),
-            "sources": names, "targets": names, "pairs": pairs, "layouts": layouts}
+            "sources": names, "targets": names, "pairs": pairs, "layouts": layouts,
+            "sparse_sample": SPARSE_SAMPLE, "sparse": sparse_cells(skip)}
 
 
 _GPU_TARGET = {name: (ON_GPU.get(name, name), "cuda" if name in ON_GPU else None)

@@ -105,6 +105,18 @@ def markdown(data: dict[str, Any], gpu: dict[str, Any] | None = None) -> str:
     rows = list(dict.fromkeys(c["label"] for c in data["layouts"]))
     cells = {(c["label"], c["target"]): _label(c, notes) for c in data["layouts"]}
     lines += _grid(rows, CPU, cells, "sample \\ target")
+    if data.get("sparse"):
+        lines += ["", "## Sparse values", "",
+                  f"Each framework's sparse kinds ({data['sparse_sample']}) to each framework "
+                  "with sparse values, buffer by buffer: zero-copy when every buffer of the "
+                  "result (values, indices, index pointers or coordinates) overlaps the "
+                  "source's by the frameworks' own accessors; a copy names the buffers that "
+                  "copy. A layout the target lacks is unsupported unless `format=` asks for "
+                  "one it has.", ""]
+        rows = list(dict.fromkeys(c["source"] for c in data["sparse"]))
+        cols = list(dict.fromkeys(c["target"] for c in data["sparse"]))
+        cells = {(c["source"], c["target"]): _label(c, notes) for c in data["sparse"]}
+        lines += _grid(rows, cols, cells, "source \\ target")
     lines += ["", "## Notes", ""] + notes.lines()
     return "\n".join(lines) + "\n\n" + gpu_markdown(gpu)
 
@@ -129,7 +141,12 @@ def text(data: dict[str, Any]) -> str:
          {(c["source"], c["target"]): lab(c) for c in data["pairs"]}),
         ("layouts and dtypes", list(dict.fromkeys(c["label"] for c in data["layouts"])), CPU,
          {(c["label"], c["target"]): lab(c) for c in data["layouts"]}),
+        ("sparse values", list(dict.fromkeys(c["source"] for c in data.get("sparse", []))),
+         list(dict.fromkeys(c["target"] for c in data.get("sparse", []))),
+         {(c["source"], c["target"]): lab(c) for c in data.get("sparse", [])}),
     ):
+        if not rows:
+            continue
         w0 = max(len(r) for r in rows)
         ws = [max(len(col), *(len(cells[(r, col)]) for r in rows)) for col in cols]
         out += ["", title, " " * w0 + "  " + "  ".join(c.ljust(w) for c, w in zip(cols, ws))]
