@@ -117,6 +117,23 @@ def test_doctor_checks_the_known_pitfalls(doctor):
     assert pits["torch-readonly"]["interop"].startswith("reported")
 
 
+def test_table_has_a_sparse_section_from_live_probes(table):
+    cells = {(c["source"], c["target"]): c for c in table["sparse"]}
+    zero = cells[("scipy csr", "torch")]
+    assert zero["status"] == "zero-copy" and "data" in zero["proof"] and zero["plan_agrees"]
+    refused = cells[("scipy csc", "jax")]  # JAX has no CSC: format= asks for another layout
+    assert refused["status"] == "unsupported" and "format=" in refused["reason"]
+    widened = cells[("jax BCOO", "torch")]  # int32 coordinates into torch COO: widened only
+    assert widened["status"] == "copy" and "coo coords: copied" in widened["reason"]
+    assert "coo data" not in widened["reason"]
+    assert all(c["plan_agrees"] for c in table["sparse"])
+    assert cells[("tensorflow SparseTensor", "torch")]["status"] == "not probed"
+    from interop.cli.table import markdown, text
+
+    assert "## Sparse values" in markdown(table) and "| **scipy csr** |" in markdown(table)
+    assert "sparse values" in text(table)
+
+
 def test_skip_leaves_tensorflow_and_paddle_out(table, doctor):
     for c in table["pairs"]:
         names = {c["source"], c["target"]}
