@@ -383,8 +383,8 @@ def _warm(warm, target: str, tp: type, monkeypatch=None):
     spy = _Spy()
     real = fastplan.fast_plan
 
-    def spying(steps, source_type):
-        return real([(a, u, c, spy.wrap(k)) for a, u, c, k in steps], source_type)
+    def spying(steps, source_type, *split):
+        return real([(a, u, c, spy.wrap(k)) for a, u, c, k in steps], source_type, *split)
 
     fastplan.fast_plan = spying
     try:

@@ -41,11 +41,18 @@ bound conversion, and the checked plan from this step on."""
 _MAKERS: dict[tuple, Callable[..., Callable[[Any], Any]]] = {}
 
 
-def fast_plan(steps: Sequence[Step], source_type: type) -> Callable[[Any], Any] | None:
+def fast_plan(steps: Sequence[Step], source_type: type,
+              split: tuple[Callable[[Any], bool], Callable[[Any], Any]] | None = None
+              ) -> Callable[[Any], Any] | None:
     """The fast form of a plan of ``steps`` for values of ``source_type``; ``None`` when its
-    first step has none (the checked plan is then the plan)."""
+    first step has none (the checked plan is then the plan). ``split``: ``(several,
+    divert)``, tested first (a value of several buffers of the source's type, such as a torch
+    sparse tensor, that a first step taking any value would otherwise be handed)."""
     shape: list[tuple] = []
     args: list[Any] = []
+    if split is not None:
+        shape.append(("split",))
+        args += list(split)
     for i, (accepts, unchecked, call, checked) in enumerate(steps):
         if unchecked:
             shape.append(("always",))
@@ -81,6 +88,10 @@ def _compile(shape: tuple) -> Callable[..., Callable[[Any], Any]]:
     params: list[str] = []
     body: list[str] = []
     for i, step in enumerate(shape):
+        if step[0] == "split":
+            params += ["g", "s"]
+            body += ["if g(x):", "    return s(x)"]
+            continue
         if step[0] == "stop":
             params.append(f"k{i}")
             body.append(f"return k{i}(x)")

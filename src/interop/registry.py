@@ -21,7 +21,7 @@ from .devices import device_name
 from .errors import UnknownFrameworkError, UnsupportedConversionError
 from .route import COMPOSITE, STRUCTURE, decide
 from .routing import Routes
-from .runner import Runner
+from .runner import Runner, Split
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -216,26 +216,20 @@ class Registry:
         return explain(self, x, target, device, copy, options, stream)
 
 
-def _splitting(reg: Registry) -> Callable[[Any, bool | None], Callable[[Convert], Convert] | None]:
+def _splitting(reg: Registry) -> Callable[[Any, bool | None], Split | None]:
     """The runner's :attr:`~interop.runner.Runner.split`: for a route out of a framework
-    whose values of several buffers share its arrays' type (torch's sparse tensors), what
-    wraps the checked entry of its plans so that such a value takes its composite route (a
-    plan's fast form reaches that entry for any value its guard or call refuses)."""
-    def split(route: Any, copy: bool | None) -> Callable[[Convert], Convert] | None:
+    whose values of several buffers share its arrays' type (torch's sparse tensors), which
+    values those are and the plan they take instead (their composite route)."""
+    def split(route: Any, copy: bool | None) -> Split | None:
         inner = reg.within.get(route.source)
         if inner is None:
             return None
-        several, target, device = inner.is_value, route.target, route.device
+        target, device = route.target, route.device
 
-        def wrap(fn: Convert) -> Convert:
-            def plan(x: Any) -> Any:
-                if several(x):
-                    return reg.plan_for(x, target, device, copy, None)(x)
-                return fn(x)
+        def divert(x: Any) -> Any:
+            return reg.plan_for(x, target, device, copy, None)(x)
 
-            return plan
-
-        return wrap
+        return inner.is_value, divert
 
     return split
 

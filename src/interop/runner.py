@@ -56,17 +56,17 @@ class Runner:
     def __init__(self, adapters: dict[str, Any], routes: Routes) -> None:
         self.adapters = adapters
         self.routes = routes
-        self.split: Callable[[Route, bool | None], Callable[[Convert], Convert] | None] = (
-            lambda route, copy: None)
-        """``(route, copy)`` -> what wraps the checked entry of the route's plans so that a
-        value of several buffers of the source's array type takes another way (set by the
-        registry), or ``None``."""
+        self.split: Callable[[Route, bool | None], Split | None] = lambda route, copy: None
+        """``(route, copy)`` -> ``(several, divert)``: which values of the source's array type
+        are of several buffers (a torch sparse tensor) and the plan they take instead (set
+        by the registry), or ``None``. The route's plans test it at their checked entry, and
+        their fast form where its first step would take any value."""
 
     # ---- compiling -----------------------------------------------------------------------
     def compile(self, src: str, tgt: str, copy: bool | None, device: str = "cpu",
                 stream: Any = None, source_type: type | None = None,
                 edges: tuple[Edge, ...] | None = None,
-                split: Callable[[Convert], Convert] | None = None) -> Compiled:
+                split: Split | None = None) -> Compiled:
         """The plan of ``edges`` (by default the route from ``src`` to ``tgt`` on ``device``):
         its checked steps and, when ``copy`` is ``None`` and a ``source_type`` is given,
         what makes their fast form (made when asked: a pair converted once never needs
@@ -76,12 +76,12 @@ class Runner:
         if edges is None:
             raise UnsupportedConversionError(
                 f"no conversion path from {src} to {tgt} on {device}")
-        split = split or _identity
+        entry = _diverting(split)
         if copy is True:
-            return Compiled(tuple(edges), split(
+            return Compiled(tuple(edges), entry(
                 lambda x: self.copy_route(src, x, tgt, device, stream)))
         if not edges:
-            return Compiled((), split(_identity))
+            return Compiled((), entry(_identity))
         if stream is not None:
             edges = [self._with_stream(e, stream) for e in edges]
         calls = [e.converter() for e in edges]
@@ -91,7 +91,7 @@ class Runner:
             then = self._checked_step(e, call, then, tgt, copy, device, stream)
             checked.append(then)
         checked.reverse()
-        checked[0] = split(checked[0])
+        checked[0] = entry(checked[0])
         if copy is not None or source_type is None:
             return Compiled(tuple(edges), checked[0])
 
@@ -99,8 +99,8 @@ class Runner:
             from .fastplan import fast_plan  # loaded by a pair's second call, not its first
 
             return fast_plan([(e.accepts, e.check is None, c, k)
-                              for e, c, k in zip(edges, calls, checked)],
-                             source_type) or checked[0]
+                              for e, c, k in zip(edges, calls, checked)], source_type,
+                             split if edges[0].check is None else None) or checked[0]
 
         return Compiled(tuple(edges), checked[0], fast)
 
@@ -116,8 +116,7 @@ class Runner:
         split = self.split(route, copy)
         if route.move is not None:
             name, tgt, move = route.source, route.target, route.move
-            moving: Convert = lambda x: self.move(name, x, tgt, move, copy)  # noqa: E731
-            return split(moving) if split is not None else moving
+            return _diverting(split)(lambda x: self.move(name, x, tgt, move, copy))
         stream = route.stream  # the DLPack stream number (decide read stream=)
         route.raise_no_path()
         compiled = self.compile(route.source, route.target, copy, route.have[0], stream,
@@ -353,6 +352,25 @@ class Runner:
 
 def _identity(x: Any) -> Any:
     return x
+
+
+Split = tuple[Callable[[Any], bool], Convert]
+"""``(several, divert)``: :attr:`Runner.split`'s answer."""
+
+
+def _diverting(split: Split | None) -> Callable[[Convert], Convert]:
+    """What wraps a plan's entry so that the values ``split`` names take its other plan."""
+    if split is None:
+        return _identity
+    several, divert = split
+
+    def wrap(fn: Convert) -> Convert:
+        def plan(x: Any) -> Any:
+            return divert(x) if several(x) else fn(x)
+
+        return plan
+
+    return wrap
 
 
 def promoting(checked: Convert, make: Callable[[], Convert],
