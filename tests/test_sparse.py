@@ -5,6 +5,8 @@ the buffers' addresses (``m.data.ctypes.data``, ``t.values().data_ptr()``,
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -274,3 +276,65 @@ def test_scipy_is_handed_views_of_larger_buffers_without_its_constructor_copying
     m = interop.to_framework(g, "scipy", copy=False)
     assert m.data.ctypes.data == g.data.ctypes.data
     np.testing.assert_array_equal(m.toarray(), g.todense())
+
+
+# ---- CuPy sparse: read from cupyx's source, exercised on stand-ins (no GPU here) ----------
+def _cupyx_standin(cls, **attrs):
+    """A value of cupyx's own class ``cls`` whose buffers are host arrays (a stand-in: on a
+    GPU they are CuPy arrays), made without cupyx's constructor (which needs a device)."""
+    value = cls.__new__(cls)
+    for k, v in attrs.items():
+        object.__setattr__(value, k, v)
+    return value
+
+
+def test_cupyx_sparse_values_are_read_buffer_by_buffer_standin():
+    """On a stand-in of a cupyx matrix (host buffers)."""
+    cs = pytest.importorskip("cupyx.scipy.sparse")
+    from interop.adapters import cupy_
+    from interop.api import REGISTRY
+
+    data, indices, indptr = (np.ones(3, np.float32), np.array([0, 2, 1], np.int32),
+                             np.array([0, 2, 3], np.int32))
+    m = _cupyx_standin(cs.csr_array, data=data, indices=indices, indptr=indptr,
+                       _shape=(2, 3))
+    assert REGISTRY.composite(m) is cupy_.SPARSE  # recognised by cupyx's own classes
+    parts = cupy_.SPARSE.parts(m)
+    assert parts.layout == "csr" and parts.get("shape") == (2, 3)
+    assert [(r, a is b) for (r, a), b in zip(parts.arrays, (data, indices, indptr))] == [
+        ("data", True), ("indices", True), ("indptr", True)]
+    assert REGISTRY.builder("cupy", "csr") is cupy_.SPARSE
+    assert set(REGISTRY.layouts("cupy")) == {"csr", "csc", "coo"}
+
+
+def test_cupyx_sparse_is_rebuilt_as_an_array_class_keeping_the_index_dtype_standin(
+        monkeypatch):
+    from interop.adapters import cupy_
+    from interop.adapters.base import Parts
+    from interop.api import REGISTRY
+
+    calls = []
+
+    class CsrArrayStandIn:  # cupyx.scipy.sparse.csr_array keeps the index dtype it is given
+        def __init__(self, arg, shape):
+            calls.append((arg, shape))
+
+    standin = type(sys)("cupyx.scipy.sparse")
+    standin.csr_array = CsrArrayStandIn
+    monkeypatch.setitem(sys.modules, "cupyx.scipy.sparse", standin)
+    arrays = (("data", np.ones(2)), ("indices", np.array([0, 1], np.int64)),
+              ("indptr", np.array([0, 1, 2], np.int64)))
+    cupy_.SPARSE.rebuild(REGISTRY, Parts("csr", arrays, (("shape", (2, 2)),
+                                                         ("canonical", True))), "cupy")
+    (arg, shape), = calls
+    assert shape == (2, 2) and all(a is b for a, (_, b) in zip(arg, arrays))
+
+
+def test_a_value_dtype_cupyx_lacks_is_refused_before_any_copy_standin():
+    """No device: the refusal comes first (its cupyx rule is read from source, a stand-in
+    for a run)."""
+    pytest.importorskip("cupyx.scipy.sparse")
+    m = sp.csr_array((np.ones(2, np.int16), np.array([0, 1]), np.array([0, 1, 2])),
+                     shape=(2, 2))
+    plan = interop.explain(m, "cupy")
+    assert not plan.supported and "int16" in plan.reasons[0], plan

@@ -56,6 +56,8 @@ class Needs:
     """It builds CSR/CSC with leading batch dimensions."""
     empty: bool = True
     """It builds a value with no stored entries (Arrow's COO tensor refuses an empty index)."""
+    data_dtypes: tuple[str, ...] | None = None
+    """The value dtypes it holds (``None``: any its dense arrays hold)."""
 
 
 def compressed(layout: str, data: Any, indices: Any, indptr: Any, shape: Any,
@@ -98,6 +100,11 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
         raise InteropError(f"{builder.of} builds {parts.layout} values of "
                            f"{' or '.join(map(str, needs.ndims))} dimensions; this one has "
                            f"shape {dims}")
+    if needs.data_dtypes is not None:
+        kind = reg.convert(parts.array("data")[:0], "numpy", device="cpu").dtype.name
+        if kind not in needs.data_dtypes:
+            raise InteropError(f"{builder.of} holds sparse values of "
+                               f"{', '.join(needs.data_dtypes)} only, not {kind}")
     if not needs.empty and not parts.array("data").shape[0]:
         raise InteropError(f"{builder.of} builds no {parts.layout} value without stored "
                            "entries; format='dense' densifies it")

@@ -5,9 +5,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from .. import sparse
 from ..protocols import cai, dlpack
 from ..view import BufferView
-from .base import ArrayAdapter, ConsumerRules, instance_test, readonly_source
+from .base import (
+    ArrayAdapter,
+    CompositeAdapter,
+    ConsumerRules,
+    Parts,
+    instance_test,
+    module,
+    readonly_source,
+)
 
 _DTYPES = frozenset((*dlpack.NAMED.values(), "bfloat16"))
 """The dtype strings CuPy 14 holds (bfloat16 through ml_dtypes, as its DLPack import)."""
@@ -96,3 +105,59 @@ ADAPTER = ArrayAdapter(
     device_copy=device_copy,
     to_device=to_device,
 )
+
+
+# ---- cupyx.scipy.sparse (csr, csc, coo; arrays and matrices) ------------------------------
+# Written by reading cupyx 14's source; no GPU has run it yet (tests: stand-ins). Its
+# ``*_matrix`` constructors narrow int64 indices that fit to int32 (``check_contents``), its
+# ``*_array`` ones keep the dtype given: interop builds ``*_array``. Its values are bool,
+# float32/64 or complex64/128 only. It keeps a COO value's coordinates one array per
+# dimension (stacked when taken apart: a copy, named), and computes ``has_canonical_format``
+# itself, on the device, when it needs it (no public setter).
+_is_sparse = instance_test("cupyx.scipy.sparse", "spmatrix", "sparray")
+
+
+def _sparse_parts(m: Any) -> Parts:
+    fmt = m.format
+    if fmt in ("csr", "csc"):
+        return sparse.compressed(fmt, m.data, m.indices, m.indptr, m.shape)
+    if fmt == "coo":
+        coords = module("cupy").stack((m.row, m.col))
+        return sparse.coo(m.data, coords, m.shape).replace(copied=((
+            "coords", "CuPy keeps one coordinate array per dimension: stacked into one "
+            "(ndim, nnz) array"),))
+    return Parts(fmt, (), (("shape", tuple(m.shape)),))  # dia: format= converts
+
+
+def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    cs = module("cupyx.scipy.sparse")
+    a, shape = dict(parts.arrays), sparse.shape(parts)
+    if parts.layout == "coo":
+        return cs.coo_array((a["data"], (a["coords"][0], a["coords"][1])), shape=shape)
+    build = cs.csr_array if parts.layout == "csr" else cs.csc_array
+    return build((a["data"], a["indices"], a["indptr"]), shape=shape)
+
+
+def _sparse_reformat(m: Any, layout: str) -> Any:
+    return m.toarray() if layout == "dense" else m.asformat(layout)
+
+
+SPARSE = CompositeAdapter(
+    name="cupyx.sparse",
+    modules=("cupyx",),
+    package="cupyx",
+    devices=("cuda",),
+    is_value=_is_sparse,
+    parts=_sparse_parts,
+    rebuild=_sparse_rebuild,
+    of="cupy",
+    layouts=("csr", "csc", "coo"),
+    needs={layout: sparse.Needs(data_dtypes=("bool", "float32", "float64", "complex64",
+                                              "complex128"))
+           for layout in ("csr", "csc", "coo")},
+    prepare=sparse.prepare,
+    reformat=_sparse_reformat,
+    options=("format",),
+)
+
+ADAPTERS = (ADAPTER, SPARSE)
