@@ -163,11 +163,18 @@ def probe_sparse(label: str, target: str, make: Callable[[], Any]) -> dict[str, 
 
 
 def sparse_cells(skip: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Every sparse sample to every target that builds sparse values."""
+    """Every sparse sample to every target that builds sparse values (a device-only target,
+    CuPy, only on a machine with a CUDA device)."""
+    from ...devices import cuda_devices
+
     out = []
     names = targets()
+    no_gpu = not cuda_devices()[0]
     for label, package, make in SOURCES:
         for t in names:
+            if no_gpu and REGISTRY.adapters[t].devices == ("cuda",):
+                out.append(cell(label, t, NOT_PROBED, "not probed here (no CUDA device)"))
+                continue
             missing = next((n for n in (package, t)
                             if n in skip or not installed(REGISTRY.adapters[n].package)), None)
             if missing is not None:
