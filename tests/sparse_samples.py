@@ -264,3 +264,27 @@ def quiet(fn, *a, **k):
         return fn(*a, **k)
 
 
+
+
+def check_pair(x, target, r, layout):
+    """``x`` (the sample of raw entries ``r``) converted to ``target`` keeps its values and
+    ``layout``, shares every buffer the plan does not name as copied (zero-copy exactly when
+    it shares them all), and ``copy=False`` agrees with the plan. Returns the result and
+    the plan."""
+    import interop
+    from interop.errors import ZeroCopyError
+
+    plan = interop.explain(x, target)
+    assert plan.supported, plan
+    before = pointers(x)
+    y = quiet(interop.to_framework, x, target)
+    assert framework_of(y) == target and layout_of(y) == layout
+    np.testing.assert_allclose(densified(y), r.dense(), rtol=1e-6)
+    if r.vals.size:
+        shared = {k for k, p in pointers(y).items() if p == before[k]}
+        assert set(before) - copied_roles(plan) <= shared, (plan, shared)
+        assert plan.zero_copy == (shared == set(before)), (plan, shared)
+    if not plan.zero_copy:
+        with pytest.raises(ZeroCopyError):
+            quiet(interop.to_framework, x, target, copy=False)
+    return y, plan

@@ -9,16 +9,11 @@ import numpy as np
 import pytest
 
 import interop
-from interop.errors import UnsupportedConversionError, ZeroCopyError
+from interop.errors import UnsupportedConversionError
 from sparse_samples import (
     CASES,
     SOURCES,
-    copied_roles,
-    densified,
-    framework_of,
-    layout_of,
-    pointers,
-    quiet,
+    check_pair,
     raw,
 )
 
@@ -47,23 +42,6 @@ def _csr(paddle, r):
                                            paddle.to_tensor(data), list(r.shape))
 
 
-def _check_pair(x, target, r, layout):
-    plan = interop.explain(x, target)
-    assert plan.supported, plan
-    before = pointers(x)
-    y = quiet(interop.to_framework, x, target)
-    assert framework_of(y) == target and layout_of(y) == layout
-    np.testing.assert_allclose(densified(y), r.dense(), rtol=1e-6)
-    if r.vals.size:
-        shared = {k for k, p in pointers(y).items() if p == before[k]}
-        assert set(before) - copied_roles(plan) <= shared, (plan, shared)
-        assert plan.zero_copy == (shared == set(before)), (plan, shared)
-    if not plan.zero_copy:
-        with pytest.raises(ZeroCopyError):
-            quiet(interop.to_framework, x, target, copy=False)
-    return y, plan
-
-
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("layout", ["coo", "csr"])
 @pytest.mark.parametrize("target", OTHERS)
@@ -75,7 +53,7 @@ def test_paddle_sparse_to_every_framework(paddle, target, layout, case, jax_cpu)
     if target == "pyarrow" and layout == "coo" and not r.vals.size:
         assert not interop.can_convert(x, target)
         return
-    _check_pair(x, target, r, layout)
+    check_pair(x, target, r, layout)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -93,7 +71,7 @@ def test_every_framework_to_paddle_sparse(paddle, source, case, jax_cpu):
         with pytest.raises(interop.errors.InteropError, match="format='dense'"):
             interop.to_framework(x, "paddle")
         return
-    _check_pair(x, "paddle", r, layout)
+    check_pair(x, "paddle", r, layout)
 
 
 @pytest.mark.parametrize("target", ["torch", "pyarrow"])

@@ -9,16 +9,14 @@ import numpy as np
 import pytest
 
 import interop
-from interop.errors import UnsupportedConversionError, ZeroCopyError
+from interop.errors import UnsupportedConversionError
 from sparse_samples import (
     BUILDS,
     CASES,
     SOURCES,
+    check_pair,
     copied_roles,
     densified,
-    framework_of,
-    layout_of,
-    pointers,
     quiet,
     raw,
 )
@@ -40,24 +38,6 @@ def _st(tf, r):
                                   r.vals, list(r.shape))
 
 
-def _check_pair(x, target, r):
-    """The conversion keeps the values and the layout, shares every buffer the plan does not
-    name as copied, and copy=False agrees with the plan."""
-    plan = interop.explain(x, target)
-    assert plan.supported, plan
-    before = pointers(x)
-    y = quiet(interop.to_framework, x, target)
-    assert framework_of(y) == target and layout_of(y) == "coo"
-    np.testing.assert_allclose(densified(y), r.dense(), rtol=1e-6)
-    if r.vals.size:
-        shared = {k for k, p in pointers(y).items() if p == before[k]}
-        assert set(before) - copied_roles(plan) <= shared, (plan, shared)
-    if not plan.zero_copy:
-        with pytest.raises(ZeroCopyError):
-            quiet(interop.to_framework, x, target, copy=False)
-    return y, plan
-
-
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("target", OTHERS)
 def test_sparse_tensor_to_every_framework(tf, target, case, jax_cpu):
@@ -70,7 +50,7 @@ def test_sparse_tensor_to_every_framework(tf, target, case, jax_cpu):
     if target == "pyarrow" and not r.vals.size:
         assert not interop.can_convert(st, target)
         return
-    _check_pair(st, target, r)
+    check_pair(st, target, r, "coo")
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -85,7 +65,7 @@ def test_every_framework_to_a_sparse_tensor(tf, source, case, jax_cpu):
         st = quiet(interop.to_framework, x, "tensorflow", format="coo")
         np.testing.assert_allclose(densified(st), r.dense(), rtol=1e-6)
         return
-    st, plan = _check_pair(x, "tensorflow", r)
+    st, plan = check_pair(x, "tensorflow", r, "coo")
     order = tf.sparse.reorder(st)  # TensorFlow agrees the result is in canonical order
     assert np.array_equal(order.indices.numpy(), st.indices.numpy())
     if not r.canonical and not source.startswith("sparse"):  # pydata sorts them itself

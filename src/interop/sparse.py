@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapters.base import Fix, Parts, module
+from .adapters.base import CompositeAdapter, Fix, Parts, module
 from .errors import InteropError, MalformedError
 from .record import record
 
@@ -58,6 +58,15 @@ class Needs:
     """It builds a value with no stored entries (Arrow's COO tensor refuses an empty index)."""
     data_dtypes: tuple[str, ...] | None = None
     """The value dtypes it holds (``None``: any its dense arrays hold)."""
+
+
+def kind(**fields: Any) -> CompositeAdapter:
+    """A framework's sparse kind: a :class:`CompositeAdapter` of ``fields`` with what every
+    sparse kind shares: its parts checked and fitted to the target by :func:`prepare`, the
+    ``format=`` option, and, for a kind ``within`` its framework's array type, plans made
+    per value."""
+    return CompositeAdapter(prepare=prepare, options=("format",),
+                            per_value_owner=fields.get("within", False), **fields)
 
 
 def compressed(layout: str, data: Any, indices: Any, indptr: Any, shape: Any,

@@ -10,7 +10,6 @@ from ..protocols import cai, dlpack
 from ..view import BufferView
 from .base import (
     ArrayAdapter,
-    CompositeAdapter,
     ConsumerRules,
     Parts,
     instance_test,
@@ -142,7 +141,7 @@ def _sparse_reformat(m: Any, layout: str) -> Any:
     return m.toarray() if layout == "dense" else m.asformat(layout)
 
 
-SPARSE = CompositeAdapter(
+SPARSE = sparse.kind(
     name="cupyx.sparse",
     modules=("cupyx",),
     package="cupyx",
@@ -155,9 +154,7 @@ SPARSE = CompositeAdapter(
     needs={layout: sparse.Needs(data_dtypes=("bool", "float32", "float64", "complex64",
                                               "complex128"))
            for layout in ("csr", "csc", "coo")},
-    prepare=sparse.prepare,
     reformat=_sparse_reformat,
-    options=("format",),
 )
 
 ADAPTERS = (ADAPTER, SPARSE)

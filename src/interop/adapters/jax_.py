@@ -26,7 +26,6 @@ from .base import (
     WRITEABLE,
     Accepts,
     ArrayAdapter,
-    CompositeAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
@@ -404,7 +403,7 @@ def _sparse_reformat(x: Any, layout: str) -> Any:
                                      "('csr') only")
 
 
-SPARSE = CompositeAdapter(
+SPARSE = sparse.kind(
     name="jax.sparse",
     modules=("jax",),
     package="jax",
@@ -416,9 +415,7 @@ SPARSE = CompositeAdapter(
     layouts=("csr", "coo"),
     needs={"coo": sparse.Needs(coords=sparse.NNZ_FIRST, ndims=None),
            "csr": sparse.Needs(batched=True)},
-    prepare=sparse.prepare,
     reformat=_sparse_reformat,
-    options=("format",),
 )
 
 ADAPTERS = (ADAPTER, SPARSE)

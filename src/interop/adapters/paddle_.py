@@ -37,7 +37,6 @@ from .base import (
     NEEDS_COPY,
     UNSUPPORTED,
     ArrayAdapter,
-    CompositeAdapter,
     ConsumerRules,
     Edge,
     Parts,
@@ -290,7 +289,7 @@ def _sparse_reformat(t: Any, layout: str) -> Any:
 # paddle 3.3 builds no COO tensor without entries (its shape inference reduces over the empty
 # axis and raises; an empty CSR works), and its dense form of a COO tensor overwrites a
 # duplicate entry (SciPy, torch and JAX sum them): duplicates are summed first.
-SPARSE = CompositeAdapter(
+SPARSE = sparse.kind(
     name="paddle.sparse",
     modules=("paddle",),
     package="paddle",
@@ -303,11 +302,8 @@ SPARSE = CompositeAdapter(
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, empty=False,
                                canonical=True, strided_coords=False),
            "csr": sparse.Needs(canonical=True, batched=True)},
-    prepare=sparse.prepare,
     reformat=_sparse_reformat,
-    options=("format",),
     within=True,
-    per_value_owner=True,
 )
 
 ADAPTERS = (ADAPTER, SPARSE)

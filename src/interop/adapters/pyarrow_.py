@@ -17,7 +17,6 @@ from .base import (
     UNSUPPORTED,
     Accepts,
     ArrayAdapter,
-    CompositeAdapter,
     Edge,
     NeedsCopy,
     Parts,
@@ -273,7 +272,7 @@ _INT64 = ("int64",)
 _CANONICAL = sparse.Needs(index_dtypes=_INT64, canonical=True)
 """Arrow's dense form of a value overwrites a duplicate entry (SciPy, torch and JAX sum
 them): duplicates are summed, and the entries sorted, before Arrow sees them."""
-SPARSE = CompositeAdapter(
+SPARSE = sparse.kind(
     name="pyarrow.sparse",
     modules=("pyarrow",),
     package="pyarrow",
@@ -286,9 +285,7 @@ SPARSE = CompositeAdapter(
     needs={"coo": sparse.Needs(index_dtypes=_INT64, coords=sparse.NNZ_FIRST, ndims=None,
                                strided_coords=False, canonical=True, empty=False),
            "csr": _CANONICAL, "csc": _CANONICAL},
-    prepare=sparse.prepare,
     reformat=_sparse_reformat,
-    options=("format",),
 )
 
 ADAPTERS = (ADAPTER, SPARSE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import sparse
-from .base import CompositeAdapter, Parts, instance_test, module
+from .base import Parts, instance_test, module
 
 _is_value = instance_test("scipy.sparse", "sparray", "spmatrix")
 _BUILT = ("csr", "csc", "coo", "bsr")
@@ -69,7 +69,7 @@ def _reformat(m: Any, layout: str) -> Any:
     return m.toarray() if layout == "dense" else m.asformat(layout)
 
 
-SPARSE = CompositeAdapter(
+SPARSE = sparse.kind(
     name="scipy",
     modules=("scipy",),
     package="scipy",
@@ -82,9 +82,7 @@ SPARSE = CompositeAdapter(
     dense="numpy",
     layouts=_BUILT,
     needs={"coo": sparse.Needs(ndims=None)},
-    prepare=sparse.prepare,
     reformat=_reformat,
-    options=("format",),
 )
 
 ADAPTERS = (SPARSE,)

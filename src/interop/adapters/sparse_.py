@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import sparse
 from ..errors import UnsupportedConversionError
-from .base import CompositeAdapter, Parts, instance_test, module
+from .base import Parts, instance_test, module
 
 _is_value = instance_test("sparse", "COO", "GCXS")
 _AXES = {(0,): "csr", (1,): "csc"}
@@ -51,7 +51,7 @@ def _reformat(x: Any, layout: str) -> Any:
                                      "'csr' and 'csc' (GCXS) values")
 
 
-SPARSE = CompositeAdapter(
+SPARSE = sparse.kind(
     name="sparse",
     aliases=("pydata-sparse",),
     modules=("sparse",),
@@ -66,9 +66,7 @@ SPARSE = CompositeAdapter(
     layouts=("csr", "csc", "coo"),
     needs={"coo": sparse.Needs(ndims=None, canonical=True),
            "csr": sparse.Needs(canonical=True), "csc": sparse.Needs(canonical=True)},
-    prepare=sparse.prepare,
     reformat=_reformat,
-    options=("format",),
 )
 
 ADAPTERS = (SPARSE,)

@@ -39,7 +39,6 @@ from .base import (
     STEP_COPIES,
     UNSUPPORTED,
     ArrayAdapter,
-    CompositeAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
@@ -383,7 +382,7 @@ def _sparse_reformat(st: Any, layout: str) -> Any:
                                      "only")
 
 
-SPARSE = CompositeAdapter(
+SPARSE = sparse.kind(
     name="tensorflow.sparse",
     modules=("tensorflow",),
     package="tensorflow",
@@ -395,9 +394,7 @@ SPARSE = CompositeAdapter(
     layouts=("coo",),
     needs={"coo": sparse.Needs(index_dtypes=("int64",), coords=sparse.NNZ_FIRST, ndims=None,
                                canonical=True)},
-    prepare=sparse.prepare,
     reformat=_sparse_reformat,
-    options=("format",),
 )
 """TensorFlow's sparse ops expect indices in row-major order without duplicates (its
 ``tf.sparse.reorder``); interop sorts and sums them first, saying so."""

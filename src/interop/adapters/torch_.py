@@ -17,7 +17,6 @@ from .base import (
     UNSUPPORTED,
     Accepts,
     ArrayAdapter,
-    CompositeAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
@@ -501,7 +500,7 @@ def _sparse_reformat(t: Any, layout: str) -> Any:
 
 
 _COMPRESSED_NEEDS = sparse.Needs(canonical=True, batched=True)
-SPARSE = CompositeAdapter(
+SPARSE = sparse.kind(
     name="torch.sparse",
     modules=("torch",),
     package="torch",
@@ -514,11 +513,8 @@ SPARSE = CompositeAdapter(
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None),
            "csr": _COMPRESSED_NEEDS, "csc": _COMPRESSED_NEEDS,
            "bsr": sparse.Needs(canonical=True)},
-    prepare=sparse.prepare,
     reformat=_sparse_reformat,
-    options=("format",),
     within=True,
-    per_value_owner=True,
 )
 
 ADAPTERS = (ADAPTER, SPARSE)
