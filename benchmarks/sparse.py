@@ -61,8 +61,8 @@ def _case(m: Any, repeat: int) -> dict[str, Any]:
     from jax.experimental.sparse import BCSR
 
     import interop
+    from interop.adapters.sparse_parts import prepare
     from interop.default import REGISTRY
-    from interop.sparse import prepare
 
     def hand_torch() -> Any:
         return torch.sparse_csr_tensor(torch.from_numpy(m.indptr), torch.from_numpy(m.indices),

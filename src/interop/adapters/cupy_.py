@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .. import sparse
 from ..protocols import cai, dlpack
 from ..view import BufferView
+from . import sparse_parts as sparse
 from .base import (
     ArrayAdapter,
     ConsumerRules,

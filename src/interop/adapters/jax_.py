@@ -14,11 +14,11 @@ from dataclasses import replace
 from operator import attrgetter
 from typing import Any
 
-from .. import sparse
 from ..errors import UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
 from . import numpy_
+from . import sparse_parts as sparse
 from .base import (
     C_CONTIGUOUS,
     NEEDS_COPY,

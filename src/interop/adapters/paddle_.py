@@ -27,12 +27,12 @@ import sys
 from functools import cache
 from typing import Any
 
-from .. import sparse
 from ..errors import FrameworkMissingError, UnsupportedConversionError
 from ..protocols import dlpack
 from ..protocols.array_interface import view_of_numpy
 from ..view import BufferView
 from . import numpy_
+from . import sparse_parts as sparse
 from .base import (
     NEEDS_COPY,
     UNSUPPORTED,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .. import sparse
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
+from . import sparse_parts as sparse
 from .base import (
     ALIGNED,
     ARROW_TYPE_ID,

@@ -1,6 +1,7 @@
 """SciPy's sparse arrays and matrices (``csr``, ``csc``, ``coo``, ``bsr``; ``*_array`` and
-``*_matrix``) as composites (:mod:`interop.sparse`): their NumPy buffers handed over one by
-one, and built from any framework's sparse parts (as ``*_array``) on the target ``"scipy"``.
+``*_matrix``) as composites (:mod:`interop.adapters.sparse_parts`): their NumPy buffers
+handed over one by one, and built from any framework's sparse parts (as ``*_array``) on the
+target ``"scipy"``.
 
 SciPy keeps a COO value's coordinates as one array per dimension: they are one ``(ndim,
 nnz)`` buffer only when they are rows of one (as interop builds them); otherwise taking them
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import sparse
+from . import sparse_parts as sparse
 from .base import Parts, instance_test, module
 
 _is_value = instance_test("scipy.sparse", "sparray", "spmatrix")

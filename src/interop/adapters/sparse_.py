@@ -1,14 +1,14 @@
-"""pydata ``sparse`` (``sparse.COO``, ``sparse.GCXS``) as composites (:mod:`interop.sparse`):
-COO of any number of dimensions, GCXS of two as CSR (rows compressed) or CSC (columns), its
-NumPy buffers handed over one by one; built from any framework's sparse parts on the target
-``"sparse"``."""
+"""pydata ``sparse`` (``sparse.COO``, ``sparse.GCXS``) as composites
+(:mod:`interop.adapters.sparse_parts`): COO of any number of dimensions, GCXS of two as CSR
+(rows compressed) or CSC (columns), its NumPy buffers handed over one by one; built from any
+framework's sparse parts on the target ``"sparse"``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import sparse
 from ..errors import UnsupportedConversionError
+from . import sparse_parts as sparse
 from .base import Parts, instance_test, module
 
 _is_value = instance_test("sparse", "COO", "GCXS")
@@ -29,7 +29,8 @@ def _parts(x: Any) -> Parts:
 
 def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
     """Its constructors sort and sum an unsorted COO value themselves (a copy), so the
-    value comes sorted (:attr:`~interop.sparse.Needs.canonical`): interop does it, saying so."""
+    value comes sorted (:attr:`~interop.adapters.sparse_parts.Needs.canonical`): interop
+    does it, saying so."""
     pydata = module("sparse")
     a, shape, ok = dict(parts.arrays), sparse.shape(parts), sparse.canonical(parts)
     if parts.layout == "coo":

@@ -7,10 +7,10 @@ import sys
 from functools import cache
 from typing import Any
 
-from .. import sparse
 from ..errors import UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView
+from . import sparse_parts as sparse
 from .base import (
     C_CONTIGUOUS,
     NEEDS_COPY,

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapters.base import CompositeAdapter, Fix, Parts, module
-from .errors import InteropError, MalformedError
-from .record import record
+from ..errors import InteropError, MalformedError
+from ..record import record
+from .base import CompositeAdapter, Fix, Parts, module
 
 COMPRESSED = {"csr": -2, "csc": -1, "bsr": -2}
 """The compressed layouts, and the axis of the shape their ``indptr`` runs over."""
