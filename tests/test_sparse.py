@@ -338,3 +338,23 @@ def test_a_value_dtype_cupyx_lacks_is_refused_before_any_copy_standin():
                      shape=(2, 2))
     plan = interop.explain(m, "cupy")
     assert not plan.supported and "int16" in plan.reasons[0], plan
+
+
+# ---- on a GPU: written from the frameworks' sources, awaiting a device run ---------------
+@pytest.mark.gpu
+def test_a_torch_cuda_csr_tensor_goes_to_cupyx_and_back_sharing_its_buffers():
+    cupy = pytest.importorskip("cupy")
+    cs = pytest.importorskip("cupyx.scipy.sparse")
+    dense = torch.zeros(4, 5, device="cuda")
+    dense[0, 1], dense[2, 3], dense[3, 0] = 1.0, 2.0, 3.0
+    t = dense.to_sparse_csr()  # int64 indices
+    m = interop.to_framework(t, "cupy", copy=False)
+    assert isinstance(m, cs.csr_array) and m.indices.dtype == cupy.int64
+    assert m.data.data.ptr == t.values().data_ptr()
+    assert m.indices.data.ptr == t.col_indices().data_ptr()
+    assert m.indptr.data.ptr == t.crow_indices().data_ptr()
+    np.testing.assert_array_equal(cupy.asnumpy(m.toarray()), dense.cpu().numpy())
+    back = interop.to_framework(m, "torch", copy=False)
+    assert back.layout == torch.sparse_csr and back.values().data_ptr() == m.data.data.ptr
+    host = interop.to_framework(t, "scipy", device="cpu")  # device to host: explicit, a copy
+    np.testing.assert_array_equal(host.toarray(), dense.cpu().numpy())
