@@ -358,3 +358,26 @@ def test_a_torch_cuda_csr_tensor_goes_to_cupyx_and_back_sharing_its_buffers():
     assert back.layout == torch.sparse_csr and back.values().data_ptr() == m.data.data.ptr
     host = interop.to_framework(t, "scipy", device="cpu")  # device to host: explicit, a copy
     np.testing.assert_array_equal(host.toarray(), dense.cpu().numpy())
+
+
+def test_coordinates_past_int64_positions_are_checked_and_sorted_without_overflow():
+    # a 3-D shape of 2**62 positions (past the linear check's bound): checked and sorted
+    # dimension by dimension
+    big = (2**20, 2**21, 2**21)
+    coords = torch.tensor([[5, 1, 1], [0, 2, 2], [0, 3, 3]])  # unsorted, a duplicate
+    t = torch.sparse_coo_tensor(coords, torch.tensor([1.0, 2.0, 3.0]), big)
+    s = interop.to_framework(t, "sparse")  # pydata sparse takes sorted, distinct entries
+    assert s.coords.tolist() == [[1, 5], [2, 0], [3, 0]] and s.data.tolist() == [5.0, 1.0]
+    m = interop.to_framework(t.coalesce(), "scipy")
+    assert m.has_canonical_format
+
+
+def test_a_shape_of_more_positions_than_int64_holds_is_checked_without_overflow(jax_cpu):
+    from sparse_samples import pydata
+
+    coords = np.array([[5, 0, 0], [1, 2, 2], [1, 3, 3]])  # unsorted, a duplicate
+    s = pydata.COO(coords, np.array([1.0, 2.0, 3.0]), shape=(2**31,) * 3, sorted=True,
+                   has_duplicates=False)  # pydata trusts the flags it is given
+    b = quiet(interop.to_framework, s, "jax")
+    assert not b.indices_sorted and not b.unique_indices  # what the check found
+    assert np.asarray(b.indices).tolist() == coords.T.tolist()

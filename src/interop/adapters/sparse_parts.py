@@ -225,12 +225,24 @@ def _check_coo(np: Any, dims: tuple[int, ...], data: Any, coords: Any) -> bool:
                              f"dimension {d}; they must lie in [0, {dims[d]})")
     if nnz < 2:
         return True
-    return bool(np.all(np.diff(_linear(np, coords, dims)) > 0))
+    if _fits(dims):
+        return bool(np.all(np.diff(_linear(np, coords, dims)) > 0))
+    step = np.diff(coords.astype(np.int64), axis=1)  # the first dimension that differs rises
+    moved = step != 0
+    first = moved.argmax(axis=0)
+    return bool(moved.any(axis=0).all() and (step[first, np.arange(step.shape[1])] > 0).all())
+
+
+def _fits(dims: tuple[int, ...]) -> bool:
+    """Whether every row-major position of ``dims`` fits an int64."""
+    size = 1
+    for n in dims:
+        size *= max(int(n), 1)
+    return size < 2**62
 
 
 def _linear(np: Any, coords: Any, dims: tuple[int, ...]) -> Any:
-    """Each entry's row-major position (the dims' product fits int64: a framework's shape
-    does)."""
+    """Each entry's row-major position (:func:`_fits` says it fits)."""
     return np.ravel_multi_index(tuple(coords.astype(np.intp, copy=False)), dims)
 
 
@@ -283,12 +295,15 @@ def _canonicalised(reg: Any, parts: Parts) -> Parts:
         ndim_first = parts.get("coords") == NDIM_FIRST
         coords = _host(reg, parts.array("coords"))
         coords = coords if ndim_first else coords.T
-        lin = _linear(np, coords, dims)
-        order = np.argsort(lin, kind="stable")
-        lin = lin[order]
-        first = np.concatenate(([True], lin[1:] != lin[:-1])) if lin.size else lin.astype(bool)
-        summed = np.add.reduceat(data[order], np.flatnonzero(first)) if lin.size else data
-        new = np.stack(np.unravel_index(lin[first], dims)).astype(coords.dtype)
+        if _fits(dims):
+            order = np.argsort(_linear(np, coords, dims), kind="stable")
+        else:  # positions past int64: sorted by each dimension, the last the least
+            order = np.lexsort(coords[::-1])
+        ordered = coords[:, order]
+        first = np.ones(ordered.shape[1], bool)
+        first[1:] = (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)
+        summed = np.add.reduceat(data[order], np.flatnonzero(first)) if first.size else data
+        new = np.ascontiguousarray(ordered[:, first])
         return parts.replace({"data": summed,
                               "coords": new if ndim_first else np.ascontiguousarray(new.T)},
                              canonical=True)
