@@ -162,8 +162,8 @@ Adapter = ArrayAdapter
 @record(frozen=True)
 class Parts:
     """A composite value taken apart: its dense ``arrays`` by role (a table's columns by
-    name, a batch's samples by index; next, a sparse value's ``data``, ``indices``,
-    ``indptr``, a list column's ``values`` and ``offsets``), the ``layout`` they form
+    name, a batch's samples by index, a sparse value's ``data``, ``indices``, ``indptr`` or
+    ``coords``; next, a list column's ``values`` and ``offsets``), the ``layout`` they form
     together (``"table"``, ``"batch"``; ``"csr"``, ``"jagged"`` ...), and ``meta``: what
     rebuilding needs besides the arrays (a shape, a format's flags), as ``(key, value)``
     pairs."""
@@ -204,8 +204,8 @@ class Fix:
 @record
 class CompositeAdapter:
     """A kind of value made of several arrays, recognised like a framework: tables (pyarrow
-    ``Table``, a DataFrame, a dict of arrays), DALI batches; next, sparse values and Arrow
-    list and tensor columns. The contract is two functions: :attr:`parts` takes a value
+    ``Table``, a DataFrame, a dict of arrays), DALI batches, each framework's sparse values;
+    next, Arrow list and tensor columns. The contract is two functions: :attr:`parts` takes a value
     apart into dense arrays, each converted through the registry's own dense rules
     (devices, streams, read-only hazards, ``copy=``), and :attr:`rebuild` makes the value
     on the target side from the converted parts (:mod:`interop.composite` does the rest,
