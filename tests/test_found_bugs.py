@@ -213,18 +213,36 @@ def test_torch_dtypes_numpy_lacks_with_copy_true_fail_clearly(make, target):
         interop.to_framework(t, target, copy=True)
 
 
+SPARSE_TARGETS = {"jax": "BCOO BCSR", "pyarrow": "SparseCOOTensor SparseCSRMatrix"}
+"""The CPU targets with sparse values of their own (issue 38), and their types."""
+
+
 @pytest.mark.parametrize("layout", ["coo", "csr"])
 @pytest.mark.parametrize("target", [t for t in CPU_TARGETS if t != "torch"])
-def test_torch_sparse_tensors_are_refused_naming_to_dense(layout, target):
+def test_torch_sparse_tensors_stay_sparse_or_are_refused_naming_format_dense(layout, target):
+    """Once refused outright ("call .to_dense() first"); since issue 38 a sparse tensor
+    becomes the target's sparse value, or, where the target has none, is refused naming
+    format='dense', the one way to densify. A plan kept for dense tensors does not catch
+    it."""
     import torch
 
     interop.to_framework(torch.arange(3.0), target)   # a cached plan (fast path) for Tensor
     sp = torch.eye(3).to_sparse() if layout == "coo" else torch.eye(3).to_sparse_csr()
     for copy in COPY_MODES:
         plan = interop.explain(sp, target, copy=copy)
-        assert not plan.supported and "to_dense" in " ".join(plan.reasons), plan
-        with pytest.raises(UnsupportedConversionError, match="to_dense"):
-            interop.to_framework(sp, target, copy=copy)
+        if target not in SPARSE_TARGETS:
+            assert not plan.supported and "format='dense'" in " ".join(plan.reasons), plan
+            with pytest.raises(UnsupportedConversionError, match="format='dense'"):
+                interop.to_framework(sp, target, copy=copy)
+        elif plan.supported:
+            out = interop.to_framework(sp, target, copy=copy)
+            assert type(out).__name__ in SPARSE_TARGETS[target].split()
+        else:  # a buffer must copy (int64 narrowed for JAX, coordinates compacted for Arrow)
+            assert copy is False and plan.error == "zero-copy", plan
+            with pytest.raises(ZeroCopyError):
+                interop.to_framework(sp, target, copy=copy)
+    dense = interop.to_framework(sp, "numpy", format="dense")
+    assert np.array_equal(dense, np.eye(3))
 
 
 @pytest.mark.parametrize("target", CPU_TARGETS)
