@@ -36,9 +36,10 @@ def test_explain_renders_the_edges_of_the_route_the_runner_compiles(monkeypatch)
     compiled = []
     real = REGISTRY.runner.compile
 
-    def spy(src, tgt, copy, device="cpu", stream=None, source_type=None, edges=None):
+    def spy(src, tgt, copy, device="cpu", stream=None, source_type=None, edges=None,
+            split=None):
         compiled.append(edges)
-        return real(src, tgt, copy, device, stream, source_type, edges)
+        return real(src, tgt, copy, device, stream, source_type, edges, split)
 
     REGISTRY.clear_plans()
     monkeypatch.setattr(REGISTRY.runner, "compile", spy)
