@@ -29,6 +29,7 @@ from functools import cache
 from typing import Any
 
 from ..errors import FrameworkMissingError, UnsupportedConversionError
+from ..host import writable_view
 from ..protocols import dlpack
 from ..protocols.array_interface import view_of_numpy
 from ..view import BufferView
@@ -239,26 +240,12 @@ def _np_check(a: Any) -> tuple[str, str] | None:
     return numpy_.export_check(a) or view_obstacle(numpy_.view(a), _FROM_NUMPY)
 
 
-class _Alias:
-    """A writable ``__array_interface__`` over a read-only array, keeping it alive."""
-
-    __slots__ = ("__array_interface__", "base")
-
-    def __init__(self, a: Any) -> None:
-        ai = dict(a.__array_interface__)
-        ai["data"] = (ai["data"][0], False)
-        self.__array_interface__ = ai
-        self.base = a
-
-
 def _np_capsule(a: Any) -> Any:
     """A legacy capsule of a compact array, bfloat16 included, read-only or not."""
-    import numpy as np
-
     ml = a.dtype.type.__module__ == "ml_dtypes"
     bits = a.view(dlpack.carrier_dtype(a.itemsize)) if ml else a
     if not bits.flags.writeable:
-        bits = np.asarray(_Alias(bits)) if bits.size else np.empty(bits.shape, bits.dtype)
+        bits = writable_view(bits)
     capsule = bits.__dlpack__()
     if ml:  # NumPy exported the bits as unsigned ints: name the real type in the capsule
         code, nbits, _ = dlpack.dtype_to_dl(dlpack.typestr_of(a.dtype))
