@@ -63,7 +63,7 @@ def compile_tree(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
         make = _MAKERS.get((node.kind, shape))
         if make is None:
             make = _MAKERS[(node.kind, shape)] = _straight(node.kind, shape)
-        rebuild = OrderedDict if node.type is OrderedDict else None
+        rebuild = rebuilder(node.type) if node.kind == DICT else None
         return make(node.type, len(types), node.keys, tuple(types), tuple(fns), tuple(paths),
                     rebuild)
     if node.kind == DICT:
@@ -99,7 +99,7 @@ def _straight(kind: str, shape: tuple[str, ...]) -> Callable[..., Convert]:
             except InteropError as e:
                 raise at_path(e, p0) from e
             r1 = v1
-            return {k0: r0, k1: r1}
+            return {k0: r0, k1: r1} if rebuild is None else rebuild(x, {k0: r0, k1: r1})
     """
     n = len(shape)
     names = lambda p: ", ".join(f"{p}{i}" for i in range(n)) + "," if n else ""  # noqa: E731
@@ -119,7 +119,7 @@ def _straight(kind: str, shape: tuple[str, ...]) -> Callable[..., Convert]:
     built = {DICT: f"{{{items}}}", LIST: f"[{items}]", TUPLE: f"({items})",
              NAMEDTUPLE: f"T({names('r')[:-1]})"}[kind]
     body.append(f"return {built}" if kind != DICT else
-                f"return {built} if rebuild is None else rebuild({built})")
+                f"return {built} if rebuild is None else rebuild(x, {built})")
     unpack = [f"{names(p)} = {whole}" for p, whole in (("t", "types"), ("f", "fns"),
                                                        ("p", "paths"), ("k", "keys"))] if n \
         else []
@@ -145,10 +145,32 @@ def _labelled(fn: Convert, path: str) -> Convert:
     return leaf
 
 
+def rebuilder(tp: type) -> Callable[[Any, dict], Any] | None:
+    """How a converted dict node of type ``tp`` is put back: ``None`` for a ``dict``; for a
+    subclass (a torch ``state_dict``'s ``OrderedDict``, ``Columns``) a new ``tp`` made as
+    ``copy.copy`` makes one (no ``__init__`` call), holding the converted items and the
+    source's instance attributes (a ``state_dict``'s ``_metadata``, which ``load_state_dict``
+    hands to the modules), the same objects, as torch's own copies of a state dict keep it."""
+    if tp is dict:
+        return None
+    put = OrderedDict.__setitem__ if issubclass(tp, OrderedDict) else dict.__setitem__
+
+    def rebuild(x: Any, items: dict) -> Any:
+        out = tp.__new__(tp)
+        for k, v in items.items():
+            put(out, k, v)
+        attrs = getattr(x, "__dict__", None)
+        if attrs:
+            out.__dict__.update(attrs)
+        return out
+
+    return rebuild
+
+
 def _dict_run(tp: type, keys: tuple, types: tuple, fns: tuple, paths: list) -> Convert:
     n = len(keys)
     at = dict(zip(keys, paths))
-    rebuild = OrderedDict if tp is OrderedDict else None  # other dict subclasses: a dict
+    rebuild = rebuilder(tp)
 
     def run(x: Any) -> Any:
         if type(x) is not tp or len(x) != n or tuple(x) != keys:
@@ -164,7 +186,7 @@ def _dict_run(tp: type, keys: tuple, types: tuple, fns: tuple, paths: list) -> C
             if at[k] is None:  # a nested node named its leaf already
                 raise
             raise at_path(e, at[k]) from e
-        return out if rebuild is None else rebuild(out)
+        return out if rebuild is None else rebuild(x, out)
 
     return run
 
