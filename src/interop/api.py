@@ -36,9 +36,29 @@ def can_convert(x: Any, target: str, *, device: Any = None,
 def shares_memory(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device; a
     value of several chunks, of several buffers (an Arrow validity bitmap, offsets and
-    values), or a structure, overlaps where any of its buffers or array leaves does."""
+    values), or a structure, overlaps where any of its buffers or array leaves does. A value
+    of a framework whose buffers interop cannot read (a polars ``Object`` Series) shares
+    memory with itself (unless it is empty), and with nothing else."""
+    views = _views(a)
+    if a is b and not views:
+        return _unread_memory(a)
     return any(va.device == vb.device and _overlap(va.extent(), vb.extent())
-               for va in _views(a) for vb in _views(b))
+               for va in views for vb in _views(b))
+
+
+def _unread_memory(x: Any) -> bool:
+    """Whether ``x``, of which interop reads no buffer, is a non-empty value of a framework
+    or a table (not a structure of them): memory interop cannot see."""
+    try:
+        adapter = REGISTRY.adapters[REGISTRY.owner(x)]
+    except InteropError:
+        return False
+    if isinstance(adapter, StructureAdapter):
+        return False
+    try:
+        return len(x) > 0
+    except TypeError:  # no length: one value
+        return True
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -107,7 +107,8 @@ def dlpack_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float, device: str = "cp
     rules = t.rules if device == "cpu" else t.gpu_rules
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", lambda: convert,
                 check=handover_check(s, rules, t.holds_read_only),
-                hazard=_both(s.export_hazard, t.dlpack_hazard), cost=cost, device=device)
+                hazard=_both(s.export_hazard, t.dlpack_hazard or _writable_source_hazard(s, t)),
+                cost=cost, device=device)
 
 
 def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
@@ -133,6 +134,23 @@ def _both(first: Any, second: Any) -> Any:
         return tuple(h for h in (first(x), second(x)) if h)
 
     return hazards
+
+
+def _writable_source_hazard(s: ArrayAdapter, t: ArrayAdapter) -> Any:
+    """A writable source handed to a consumer whose arrays are immutable (``t`` holds
+    read-only memory and declares no DLPack hazard of its own): writable as the source's own
+    view says (a NumPy array's flag, a torch, paddle or DALI tensor), never by its name."""
+    if not t.holds_read_only or s.holds_read_only or s.view is None:
+        return None
+    view = s.view
+
+    def hazard(x: Any) -> str | None:
+        if not view(x).readonly:
+            return (f"{t.name} treats its arrays as immutable, but the source stays writable: "
+                    f"writing to it changes the {t.name} result behind {t.name}'s back")
+        return None
+
+    return hazard
 
 
 def _cai_readonly_hazard(s: ArrayAdapter, t: ArrayAdapter) -> Any:

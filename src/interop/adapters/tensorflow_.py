@@ -29,7 +29,6 @@ from functools import cache
 from typing import Any
 
 from ..errors import FrameworkMissingError, UnsupportedConversionError
-from ..host import writable_view
 from ..protocols import dlpack
 from ..protocols.array_interface import view_of_numpy
 from ..view import BufferView
@@ -207,11 +206,10 @@ def _from_dlpack(producer: Any) -> Any:
     return tf.experimental.dlpack.from_dlpack(capsule)
 
 
-def _mutable_source_hazard(x: Any) -> str | None:
-    np = sys.modules.get("numpy")
-    mutable = (np is not None and isinstance(x, np.ndarray) and x.flags.writeable) or (
-        type(x).__module__.partition(".")[0] in ("torch", "paddle"))
-    if mutable:
+def _mutable_source_hazard(a: Any) -> str | None:
+    """The hazard of a writable NumPy array into TensorFlow (a DLPack source's is derived
+    from its own view by the routing: ``dlpack_hazard`` left unset)."""
+    if a.flags.writeable:
         return ("TensorFlow treats tensors as immutable, but the source stays writable: "
                 "writing to it changes the TensorFlow tensor behind TensorFlow's back")
     return None
@@ -245,6 +243,8 @@ def _np_capsule(a: Any) -> Any:
     ml = a.dtype.type.__module__ == "ml_dtypes"
     bits = a.view(dlpack.carrier_dtype(a.itemsize)) if ml else a
     if not bits.flags.writeable:
+        from ..host import writable_view
+
         bits = writable_view(bits)
     capsule = bits.__dlpack__()
     if ml:  # NumPy exported the bits as unsigned ints: name the real type in the capsule
@@ -338,7 +338,6 @@ ADAPTER = ArrayAdapter(
     export_check=export_check,
     from_dlpack=_from_dlpack,
     dlpack_call="tf.experimental.dlpack.from_dlpack",
-    dlpack_hazard=_mutable_source_hazard,
     to_device=_to_device,
     gpu_present=_gpu_present,
     edges=_edges,

@@ -7,7 +7,6 @@ from functools import cache
 from typing import Any
 
 from ..errors import UnsupportedConversionError
-from ..host import writable_view
 from ..protocols import dlpack
 from ..view import BufferView
 from .base import (
@@ -265,6 +264,8 @@ def _from_numpy_view(a: Any) -> Any:
     ml = a.dtype.type.__module__ == "ml_dtypes"
     bits = a.view(_BITS[a.itemsize]) if ml else a
     if not bits.flags.writeable:
+        from ..host import writable_view
+
         bits = writable_view(bits)
     t = torch.from_numpy(bits)
     return t.view(_tables()[1][dlpack.typestr_of(a.dtype)]) if ml else t
