@@ -84,3 +84,19 @@ def test_a_scalar_of_no_number_is_still_read_into_a_new_array(s):
     with pytest.raises(ZeroCopyError, match=type(s).__name__):
         interop.to_framework(s, "numpy", copy=False)
     assert not interop.can_convert(s, "numpy", copy=False)
+
+
+def test_a_ulonglong_array_and_scalar_reach_torch_as_uint64():
+    """``numpy.ulonglong`` (dtype char ``'Q'``): NumPy calls its dtype equal to uint64 (``'L'``)
+    but ``torch.from_numpy`` refuses it by type, which reached the caller as a raw
+    ``TypeError`` (found by the structures' property search, a ``np.ulonglong`` leaf)."""
+    import torch
+
+    a = np.arange(4, dtype="Q")
+    for _ in range(2):  # the checked plan, then the fast form
+        t = interop.to_framework(a, "torch")
+        assert t.dtype == torch.uint64 and t.data_ptr() == a.ctypes.data
+    assert interop.explain(a, "torch", copy=True).supported
+    s = np.ulonglong(7)
+    t = interop.to_framework(s, "torch", copy=False)
+    assert t.item() == 7 and _inside(t.data_ptr(), s)

@@ -250,10 +250,11 @@ def _from_numpy_converter() -> Any:
 
 def _from_numpy_view(a: Any) -> Any:
     """A tensor over an array ``torch.from_numpy`` refuses or warns on as it is: bfloat16/
-    float8 through their bits; negative strides, or strides off the itemsize, on dimensions of
-    extent <= 1 (never used: NumPy calls such an array contiguous) set to 0; a read-only array
-    through a writable view of it (``torch.from_numpy`` warns, and raises under
-    ``-W error``, that a tensor cannot be read-only: the edge records that hazard)."""
+    float8 through their bits, ``numpy.ulonglong`` as uint64; negative strides, or strides off
+    the itemsize, on dimensions of extent <= 1 (never used: NumPy calls such an array
+    contiguous) set to 0; a read-only array through a writable view of it
+    (``torch.from_numpy`` warns, and raises under ``-W error``, that a tensor cannot be
+    read-only: the edge records that hazard)."""
     import torch
 
     if any(s < 0 or s % a.itemsize for s in a.strides):
@@ -262,7 +263,12 @@ def _from_numpy_view(a: Any) -> Any:
         strides = [0 if n <= 1 or not a.size else s for n, s in zip(a.shape, a.strides)]
         a = np.lib.stride_tricks.as_strided(a, a.shape, strides, writeable=a.flags.writeable)
     ml = a.dtype.type.__module__ == "ml_dtypes"
-    bits = a.view(_BITS[a.itemsize]) if ml else a
+    if ml:
+        bits = a.view(_BITS[a.itemsize])
+    elif a.dtype.char == "Q":  # numpy.ulonglong: torch refuses its type, NumPy calls it equal
+        bits = a.view(a.dtype.str)  # to uint64 ('L'), which its type string names
+    else:
+        bits = a
     if not bits.flags.writeable:
         from ..host import writable_view
 
