@@ -1174,7 +1174,8 @@ def check_tree(spec: Any, tgt: str) -> None:
         assert type(err) is type(err2), f"{here}\nfirst {err!r}, cached {err2!r}"
         assert plan.supported == can == (err is None), f"{here}\ncan={can}, error {err!r}"
         _record("structure", tgt, Outcome(empty=not arrays, supported=err is None))
-        if keys and tgt != "jax":  # a key holds no numbers: refused, naming key_data
+        if keys and (tgt != "jax" or copy is True):  # a key holds no numbers: refused,
+            # naming key_data (kept as it is into JAX, where no copy is asked for)
             refused = [plan.leaves[p] for p in sorted(keys)]
             assert all(not p.supported and "jax.random.key_data" in " ".join(p.reasons)
                        for p in refused), f"{here}\n{refused}"

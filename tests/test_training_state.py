@@ -61,13 +61,17 @@ def test_a_typed_jax_key_is_refused_naming_its_path_and_key_data(jax_cpu, target
     assert out is not None
 
 
-def test_a_typed_jax_key_stays_a_key_into_jax(jax_cpu):
+def test_a_typed_jax_key_stays_a_key_into_jax_unless_a_copy_is_asked_for(jax_cpu):
     import jax
 
     state = {"key": jax.random.key(0)}
-    out = interop.to_framework(state, "jax")
-    assert out["key"] is state["key"]
-    assert interop.can_convert(state, "jax") and interop.explain(state, "jax").zero_copy
+    for kw in ({}, {"copy": False}, {"device": "cpu"}):
+        out = interop.to_framework(state, "jax", **kw)
+        assert out["key"] is state["key"]
+        assert interop.can_convert(state, "jax", **kw)
+    assert interop.explain(state, "jax").zero_copy
+    err = _agree(state, "jax", copy=True)  # interop copies numbers only
+    assert isinstance(err, UnsupportedConversionError) and "key_data" in str(err), err
 
 
 # ---- structures of no array -------------------------------------------------------------

@@ -95,8 +95,9 @@ def key_obstacle(x: Any) -> str | None:
     np = sys.modules.get("numpy")
     if np is None or isinstance(x.dtype, np.dtype):
         return None
-    return (f"a typed JAX PRNG key array (dtype {x.dtype}) holds keys, not numbers, and no "
-            "framework reads it: convert jax.random.key_data(x) (its uint32 words; "
+    return (f"a typed JAX PRNG key array (dtype {x.dtype}) holds keys, not numbers: no other "
+            "framework reads it, and interop copies numbers only (into JAX it is kept as it "
+            "is unless copy=True); convert jax.random.key_data(x) (its uint32 words; "
             "jax.random.wrap_key_data turns them back into keys)")
 
 
