@@ -31,8 +31,6 @@ from interop.errors import (  # noqa: E402
     ZeroCopyError,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # torch: read-only NumPy input
-
 
 @pytest.fixture(scope="module")
 def client():

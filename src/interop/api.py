@@ -41,19 +41,28 @@ def shares_memory(a: Any, b: Any) -> bool:
     memory with itself (unless it is empty), and with nothing else."""
     views = _views(a)
     if a is b and not views:
-        return _unread_memory(a)
+        return _unreadable(a)
     return any(va.device == vb.device and _overlap(va.extent(), vb.extent())
                for va in views for vb in _views(b))
 
 
-def _unread_memory(x: Any) -> bool:
-    """Whether ``x``, of which interop reads no buffer, is a non-empty value of a framework
-    or a table (not a structure of them): memory interop cannot see."""
+def _unreadable(x: Any) -> bool:
+    """Whether ``x`` is a non-empty value of a framework whose memory interop cannot read
+    (reading its buffers and its view both fail: a polars ``Object`` Series), as opposed to
+    one that holds none (an Arrow ``NullArray``)."""
     try:
         adapter = REGISTRY.adapters[REGISTRY.owner(x)]
     except InteropError:
         return False
-    if isinstance(adapter, StructureAdapter):
+    if not isinstance(adapter, ArrayAdapter):
+        return False
+    for read in (adapter.buffers, adapter.view):
+        if read is None:
+            continue
+        try:
+            read(x)
+        except Exception:  # this reading fails: the next one, or none can be read
+            continue
         return False
     try:
         return len(x) > 0
