@@ -93,7 +93,8 @@ def key_obstacle(x: Any) -> str | None:
     """Why the JAX array ``x`` holds no numbers to hand over: a typed PRNG key array
     (``jax.random.key``; its dtype is ``key<impl>``, no NumPy dtype), or ``None``."""
     np = sys.modules.get("numpy")
-    if np is None or isinstance(x.dtype, np.dtype):
+    dtype = getattr(x, "dtype", None)
+    if np is None or dtype is None or isinstance(dtype, np.dtype):
         return None
     return (f"a typed JAX PRNG key array (dtype {x.dtype}) holds keys, not numbers: no other "
             "framework reads it, and interop copies numbers only (into JAX it is kept as it "
