@@ -45,6 +45,7 @@ from .base import (
     gpu_probe,
     installed,
     view_obstacle,
+    writable_source,
 )
 
 # TensorFlow dtype name -> type string, for every dtype TF exports and imports over DLPack.
@@ -209,10 +210,7 @@ def _from_dlpack(producer: Any) -> Any:
 def _mutable_source_hazard(a: Any) -> str | None:
     """The hazard of a writable NumPy array into TensorFlow (a DLPack source's is derived
     from its own view by the routing: ``dlpack_hazard`` left unset)."""
-    if a.flags.writeable:
-        return ("TensorFlow treats tensors as immutable, but the source stays writable: "
-                "writing to it changes the TensorFlow tensor behind TensorFlow's back")
-    return None
+    return writable_source(RULES.name) if a.flags.writeable else None
 
 
 # ---- numpy <-> tensorflow ---------------------------------------------------------------
