@@ -252,9 +252,9 @@ def _from_numpy_view(a: Any) -> Any:
     """A tensor over an array ``torch.from_numpy`` refuses or warns on as it is: bfloat16/
     float8 through their bits, ``numpy.ulonglong`` as uint64; negative strides, or strides off
     the itemsize, on dimensions of extent <= 1 (never used: NumPy calls such an array
-    contiguous) set to 0; a read-only array through a writable view of it
-    (``torch.from_numpy`` warns, and raises under ``-W error``, that a tensor cannot be
-    read-only: the edge records that hazard)."""
+    contiguous) set to 0; a read-only array by :func:`_from_read_only` (``torch.from_numpy``
+    warns, and raises under ``-W error``, that a tensor cannot be read-only: the edge records
+    that hazard)."""
     import torch
 
     if any(s < 0 or s % a.itemsize for s in a.strides):
@@ -269,12 +269,21 @@ def _from_numpy_view(a: Any) -> Any:
         bits = a.view(a.dtype.str)  # to uint64 ('L'), which its type string names
     else:
         bits = a
-    if not bits.flags.writeable:
+    t = torch.from_numpy(bits) if bits.flags.writeable else _from_read_only(torch, bits)
+    return t.view(_tables()[1][dlpack.typestr_of(a.dtype)]) if ml else t
+
+
+def _from_read_only(torch: Any, a: Any) -> Any:
+    """A tensor over the read-only array ``a`` without ``torch.from_numpy``'s warning: the
+    array's DLPack 1.x capsule, flagged read-only (NumPy >= 2.1 exports one), which
+    ``torch.from_dlpack`` takes silently (and faster); where NumPy or torch cannot, a
+    writable view of the array."""
+    try:
+        return torch.from_dlpack(a.__dlpack__(max_version=(1, 0)))
+    except (TypeError, BufferError, RuntimeError):  # an older NumPy or torch
         from ..host import writable_view
 
-        bits = writable_view(bits)
-    t = torch.from_numpy(bits)
-    return t.view(_tables()[1][dlpack.typestr_of(a.dtype)]) if ml else t
+        return torch.from_numpy(writable_view(a))
 
 
 def _plain_numpy_dtypes() -> frozenset[Any]:
