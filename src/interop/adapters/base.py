@@ -432,6 +432,12 @@ def handover_check(source: ArrayAdapter, rules: ConsumerRules | None,
     return lambda x: export_check(x) or view_obstacle(view(x), rules)
 
 
+def writable_source(consumer: str) -> str:
+    """The hazard of a writable source handed to ``consumer``, whose arrays are immutable."""
+    return (f"{consumer} treats its arrays as immutable, but the source stays writable: "
+            f"writing to it changes the result behind {consumer}'s back")
+
+
 def readonly_source(x: Any) -> bool:
     """Whether ``x`` is memory its owner treats as read-only or immutable: a read-only NumPy
     array, a JAX or TensorFlow array, or a DLPack 1.x capsule flagged read-only."""
