@@ -381,3 +381,21 @@ def test_a_shape_of_more_positions_than_int64_holds_is_checked_without_overflow(
     b = quiet(interop.to_framework, s, "jax")
     assert not b.indices_sorted and not b.unique_indices  # what the check found
     assert np.asarray(b.indices).tolist() == coords.T.tolist()
+
+
+def test_no_torch_notice_reaches_the_user_through_a_conversion():
+    # a fresh process (torch warns once per process), UserWarning as an error (issue 36)
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np, scipy.sparse as sp
+        import interop
+        m = sp.random_array((5, 6), density=0.4, format="csr", dtype=np.float32, rng=1)
+        for fmt in ("csr", "csc", "coo", "bsr"):
+            interop.to_framework(m.asformat(fmt), "torch")
+        interop.to_framework(interop.to_framework(m, "torch"), "scipy")
+    """)
+    r = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]

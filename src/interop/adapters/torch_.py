@@ -498,16 +498,26 @@ def _sparse_parts(t: Any) -> Parts:
 
 
 def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+    """torch's constructor over the parts, its own invariant checks off: interop checked the
+    parts (:func:`~interop.adapters.sparse_parts.prepare`). torch's notice that compressed
+    layouts are in beta is about the constructor interop calls for the user, not about
+    anything the user did: it is not passed on (issue 36: no framework warning reaches a
+    user through interop)."""
+    import warnings
+
     import torch
 
     a = dict(parts.arrays)
     size = sparse.shape(parts)
     if parts.layout == "coo":
-        return torch.sparse_coo_tensor(a["coords"], a["data"], size,
+        return torch.sparse_coo_tensor(a["coords"], a["data"], size, check_invariants=False,
                                        is_coalesced=sparse.canonical(parts))
     build = {"csr": torch.sparse_csr_tensor, "csc": torch.sparse_csc_tensor,
              "bsr": torch.sparse_bsr_tensor}[parts.layout]
-    return build(a["indptr"], a["indices"], a["data"], size, check_invariants=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"Sparse (CSR|CSC|BSR) tensor support is in beta",
+                                UserWarning)
+        return build(a["indptr"], a["indices"], a["data"], size, check_invariants=False)
 
 
 def _sparse_reformat(t: Any, layout: str) -> Any:
