@@ -50,7 +50,7 @@ def _torch(fmt: str) -> Any:
 
     v, coords, indptr, indices = _parts()
     t = torch.sparse_csr_tensor(torch.from_numpy(indptr), torch.from_numpy(indices),
-                                torch.from_numpy(v), SHAPE)
+                                torch.from_numpy(v), SHAPE, check_invariants=True)
     return {"coo": t.to_sparse_coo, "csr": lambda: t, "csc": t.to_sparse_csc,
             "bsr": lambda: t.to_sparse_bsr((1, 5))}[fmt]()
 
