@@ -1,6 +1,7 @@
 """Sparse values of every framework built from raw entries by the framework's own calls, and
 what each framework says about a sparse value (its buffers' addresses, its layout, its dense
-values): the oracles of the sparse tests (tests/test_sparse*.py)."""
+values): the oracles of the sparse tests (tests/tables/test_sparse.py and
+tests/optional/test_sparse_*.py)."""
 
 from __future__ import annotations
 
