@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..host import fresh_buffer
 from . import sparse_parts as sparse
 from .base import Parts, instance_test, module
 
@@ -45,7 +46,10 @@ def _coords(rows: tuple[Any, ...]) -> tuple[Any, bool]:
         view = np.lib.stride_tricks.as_strided(first, (len(rows), first.size),
                                                (step, first.strides[0]), writeable=False)
         return view, False
-    return np.stack(rows), True
+    out = fresh_buffer((len(rows), first.size), first.dtype)
+    for i, r in enumerate(rows):
+        out[i] = r
+    return out, True
 
 
 def _rebuild(reg: Any, parts: Parts, target: str) -> Any:

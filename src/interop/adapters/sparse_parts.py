@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InteropError, MalformedError
+from ..host import fresh_copy
 from ..record import record
 from .base import CompositeAdapter, Fix, Parts, module
 
@@ -258,8 +259,7 @@ def _compact(a: Any) -> bool:
 
 
 def _compacted(reg: Any, parts: Parts) -> Parts:
-    np = module("numpy")
-    return parts.replace({"coords": np.ascontiguousarray(_host(reg, parts.array("coords")))})
+    return parts.replace({"coords": fresh_copy(_host(reg, parts.array("coords")))})
 
 
 def _same(parts: Parts) -> Parts:
@@ -276,12 +276,12 @@ def _to_widen(np: Any, host: dict[str, Any], needs: Needs) -> tuple[str, ...]:
 
 
 def _widened(reg: Any, parts: Parts, roles: tuple[str, ...]) -> Parts:
-    np = module("numpy")
-    return parts.replace({r: _host(reg, parts.array(r)).astype(np.int64) for r in roles})
+    return parts.replace({r: fresh_copy(_host(reg, parts.array(r)), "int64") for r in roles})
 
 
 def _host(reg: Any, a: Any) -> Any:
-    """A host NumPy array of ``a`` (a part of a value being fixed)."""
+    """A host NumPy array of ``a`` (a part of a value being fixed; what a fix makes is a
+    fresh 64-byte aligned buffer, as every buffer interop allocates)."""
     return reg.convert(a, "numpy", device="cpu")
 
 
@@ -303,9 +303,9 @@ def _canonicalised(reg: Any, parts: Parts) -> Parts:
         first = np.ones(ordered.shape[1], bool)
         first[1:] = (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)
         summed = np.add.reduceat(data[order], np.flatnonzero(first)) if first.size else data
-        new = np.ascontiguousarray(ordered[:, first])
-        return parts.replace({"data": summed,
-                              "coords": new if ndim_first else np.ascontiguousarray(new.T)},
+        new = ordered[:, first]
+        return parts.replace({"data": fresh_copy(summed),
+                              "coords": fresh_copy(new if ndim_first else new.T)},
                              canonical=True)
     indices, indptr = _host(reg, parts.array("indices")), _host(reg, parts.array("indptr"))
     if indptr.ndim != 1:
@@ -321,4 +321,5 @@ def _canonicalised(reg: Any, parts: Parts) -> Parts:
     summed = np.add.reduceat(data[order], keep, axis=0) if keep.size else data
     ptr = np.zeros_like(indptr)
     np.cumsum(np.bincount(rows[keep], minlength=indptr.size - 1), out=ptr[1:])
-    return parts.replace({"data": summed, "indices": cols[keep], "indptr": ptr}, canonical=True)
+    return parts.replace({"data": fresh_copy(summed), "indices": fresh_copy(cols[keep]),
+                          "indptr": fresh_copy(ptr)}, canonical=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ...adapters.base import installed
 from ...default import REGISTRY
+from ...host import fresh_copy
 from .. import memory
 from .cells import COPY, NOT_PROBED, UNSUPPORTED, ZERO_COPY, cell, clean
 
@@ -27,22 +28,36 @@ COLS = [1, 4, 0, 2, 1, 3, 4, 0]
 SHAPE = (6, 5)
 
 
-def _parts() -> tuple[Any, Any, Any, Any]:
-    """``(values, coords (2, nnz), indptr, indices)`` of the sample, as NumPy arrays."""
+def _parts(fmt: str = "csr") -> tuple[Any, Any, Any, Any]:
+    """``(values, coords (2, nnz), indptr, indices)`` of the sample, its entries in ``fmt``'s
+    order (``"csc"``: by column), as 64-byte aligned NumPy arrays (what interop allocates;
+    an unaligned sample would make JAX's and TensorFlow's cells depend on where it landed)."""
     import numpy as np
 
     rows, cols = np.array(ROWS, np.int64), np.array(COLS, np.int64)
-    indptr = np.zeros(SHAPE[0] + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=SHAPE[0]), out=indptr[1:])
-    return np.arange(1, 9, dtype=np.float32), np.stack([rows, cols]), indptr, cols
+    values = np.arange(1, 9, dtype=np.float32)
+    major, minor = (cols, rows) if fmt == "csc" else (rows, cols)
+    order = np.lexsort((minor, major))
+    n = SHAPE[1] if fmt == "csc" else SHAPE[0]
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(major, minlength=n), out=indptr[1:])
+    return (fresh_copy(values[order]), fresh_copy(np.stack([rows, cols])[:, order]),
+            fresh_copy(indptr), fresh_copy(minor[order]))
 
 
 def _scipy(fmt: str) -> Any:
+    """Built by handing SciPy the aligned buffers (its constructor copies a view of a larger
+    buffer)."""
     import scipy.sparse as sp
 
-    v, coords, indptr, indices = _parts()
-    m = sp.csr_array((v, indices, indptr), shape=SHAPE)
-    return m.asformat(fmt) if fmt != "bsr" else m.tobsr(blocksize=(1, 5))
+    v, coords, indptr, indices = _parts(fmt)
+    if fmt == "coo":
+        return sp.coo_array((v, (coords[0], coords[1])), shape=SHAPE)
+    if fmt == "bsr":
+        return sp.csr_array((v, indices, indptr), shape=SHAPE).tobsr(blocksize=(1, 5))
+    m = (sp.csc_array if fmt == "csc" else sp.csr_array)(SHAPE)
+    m.data, m.indices, m.indptr = v, indices, indptr
+    return m
 
 
 def _torch(fmt: str) -> Any:
@@ -72,7 +87,7 @@ def _tensorflow(fmt: str) -> Any:
 
     v, coords, _, _ = _parts()
     with tf.device("/CPU:0"):
-        return tf.sparse.SparseTensor(coords.T.copy(), v, list(SHAPE))
+        return tf.sparse.SparseTensor(fresh_copy(coords.T), v, list(SHAPE))
 
 
 def _paddle(fmt: str) -> Any:
@@ -91,9 +106,10 @@ def _pyarrow(fmt: str) -> Any:
 
     v, coords, indptr, indices = _parts()
     if fmt == "coo":
-        return pa.SparseCOOTensor.from_numpy(v, coords.T.copy(), shape=list(SHAPE))
+        return pa.SparseCOOTensor.from_numpy(v, fresh_copy(coords.T), shape=list(SHAPE))
     if fmt == "csc":
-        return pa.SparseCSCMatrix.from_scipy(_scipy("csc"))
+        v, _, indptr, indices = _parts("csc")
+        return pa.SparseCSCMatrix.from_numpy(v, indptr, indices, shape=list(SHAPE))
     return pa.SparseCSRMatrix.from_numpy(v, indptr, indices, shape=list(SHAPE))
 
 
