@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..host import fresh_buffer
 from . import sparse_parts as sparse
 from .base import Parts, instance_test, module
 
@@ -46,6 +45,8 @@ def _coords(rows: tuple[Any, ...]) -> tuple[Any, bool]:
         view = np.lib.stride_tricks.as_strided(first, (len(rows), first.size),
                                                (step, first.strides[0]), writeable=False)
         return view, False
+    from ..host import fresh_buffer  # loaded by the first stacking, not by a first call
+
     out = fresh_buffer((len(rows), first.size), first.dtype)
     for i, r in enumerate(rows):
         out[i] = r

@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InteropError, MalformedError
-from ..host import fresh_copy
 from ..record import record
 from .base import CompositeAdapter, Fix, Parts, module
 
@@ -259,6 +258,8 @@ def _compact(a: Any) -> bool:
 
 
 def _compacted(reg: Any, parts: Parts) -> Parts:
+    from ..host import fresh_copy  # loaded by the first fix, not by a first call
+
     return parts.replace({"coords": fresh_copy(_host(reg, parts.array("coords")))})
 
 
@@ -276,6 +277,8 @@ def _to_widen(np: Any, host: dict[str, Any], needs: Needs) -> tuple[str, ...]:
 
 
 def _widened(reg: Any, parts: Parts, roles: tuple[str, ...]) -> Parts:
+    from ..host import fresh_copy
+
     return parts.replace({r: fresh_copy(_host(reg, parts.array(r)), "int64") for r in roles})
 
 
@@ -288,6 +291,8 @@ def _host(reg: Any, a: Any) -> Any:
 def _canonicalised(reg: Any, parts: Parts) -> Parts:
     """The entries sorted (row-major, or by column within each row) and duplicates summed:
     new data and index arrays."""
+    from ..host import fresh_copy
+
     np = module("numpy")
     dims = shape(parts)
     data = _host(reg, parts.array("data"))
