@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from ..errors import NullsError
+from ..tables.nested import ARROW_NESTED
 from ..view import BufferView
 from .base import (
     ALIGNED,
@@ -200,6 +201,51 @@ _np_check = series_check("pyarrow Array", memo(_dtype_verdict), strided="pyarrow
                                      "Arrow buffers are aligned"))
 
 
+def _np_check_any(a: Any) -> tuple[str, str] | None:
+    """The check of a NumPy array becoming Arrow: one dimension, a ``pyarrow.array``; more,
+    an ``arrow.fixed_shape_tensor`` array of its rows (the same buffer where it is
+    C-contiguous)."""
+    if a.ndim < 2:
+        return _np_check(a)
+    v = _dtype_verdict(a.dtype)
+    if v is not None:
+        return v
+    if not a.flags.c_contiguous:
+        return STEP_COPIES, (f"strides {a.strides} are not C-contiguous: "
+                             "FixedShapeTensorArray.from_numpy_ndarray takes a C-contiguous "
+                             "copy")
+    if not a.flags.aligned:
+        return NEEDS_COPY, "the array is not aligned to its itemsize, and Arrow buffers are"
+    return None
+
+
+def _from_numpy() -> Any:
+    """NumPy to Arrow: ``pyarrow.array`` of a 1-D array, a ``FixedShapeTensorArray`` of the
+    rows of an N-D one."""
+    pa, np = module("pyarrow"), module("numpy")
+    array, tensor = pa.array, pa.FixedShapeTensorArray.from_numpy_ndarray
+
+    def convert(a: Any) -> Any:
+        if a.ndim < 2:
+            return array(a)
+        return tensor(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+
+    return convert
+
+
+def _jagged(parts: Any) -> Any:
+    """An Arrow list array over converted ``values`` and ``offsets`` (int64 offsets: a
+    ``large_list``); values of a fixed_shape_tensor type keep their storage (a
+    ``fixed_size_list``)."""
+    pa = module("pyarrow")
+    arrays = dict(parts.arrays)
+    values, offsets = arrays["values"], arrays["offsets"]
+    if isinstance(values, pa.FixedShapeTensorArray):
+        values = values.storage
+    kind = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
+    return kind.from_arrays(offsets, values)
+
+
 def _arrow_dtypes() -> frozenset[Any]:
     np = module("numpy")
     return frozenset(np.dtype(c) for c in _ARROW_NUMERIC)
@@ -209,8 +255,8 @@ def _edges() -> list[Edge]:
     return [
         Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", _to_numpy_converter,
              check=check, accepts=Accepts(numeric_array_types)),
-        Edge("numpy", "pyarrow", "pyarrow.array", lambda: module("pyarrow").array,
-             check=_np_check, accepts=Accepts(lambda: (module("numpy").ndarray,),
+        Edge("numpy", "pyarrow", "pyarrow.array", _from_numpy,
+             check=_np_check_any, accepts=Accepts(lambda: (module("numpy").ndarray,),
                                               _arrow_dtypes, flags=ALIGNED, ndim=1)),
     ]
 
@@ -227,6 +273,11 @@ ADAPTER = ArrayAdapter(
     buffers=buffers,
     to_numpy=to_numpy,
     edges=_edges,
+    assemble=(("jagged", "pyarrow.ListArray.from_arrays(offsets, values)", _jagged),),
 )
+
+ADAPTERS = (ARROW_NESTED, ADAPTER)
+"""Arrow's list and tensor arrays (:mod:`interop.tables.nested`), then its arrays of one
+buffer."""
 
 

@@ -15,9 +15,11 @@ from .base import (
     UNSUPPORTED,
     Accepts,
     ArrayAdapter,
+    CompositeAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
+    Parts,
     instance_test,
     itemsize_aligned,
     misaligned_complex,
@@ -419,4 +421,46 @@ ADAPTER = ArrayAdapter(
     to_device=_to_device,
     gpu_present=_gpu_present,
     edges=_edges,
+    assemble=(("jagged", "torch.nested.nested_tensor_from_jagged(values, offsets)",
+               lambda p: module("torch").nested.nested_tensor_from_jagged(
+                   *(dict(p.arrays)[k] for k in ("values", "offsets")))),),
 )
+
+
+def _jagged_parts(t: Any) -> Parts:
+    """A jagged nested tensor taken apart: its ``values`` and ``offsets`` (no copy)."""
+    return Parts("jagged", (("values", t.values()), ("offsets", t.offsets())),
+                 (("ragged", None),))
+
+
+def _jagged_rebuild(reg: Any, p: Parts, tgt: str) -> Any:
+    from ..composite import assembly
+
+    made = assembly(reg, tgt, "jagged")
+    return made[1](p) if made is not None else tuple(a for _, a in p.arrays)
+
+
+def _jagged_describe(reg: Any, p: Parts, tgt: str) -> str:
+    from ..composite import assembly
+
+    made = assembly(reg, tgt, "jagged")
+    v = dict(p.arrays)["values"]
+    return (f"torch jagged nested tensor: values {tuple(v.shape)} + offsets -> "
+            + (made[0] if made is not None else "the (values, offsets) pair"))
+
+
+JAGGED = CompositeAdapter(
+    name="torch-jagged",
+    modules=("torch",),
+    package="torch",
+    devices=("cpu", "cuda"),
+    is_value=instance_test("torch.nested._internal.nested_tensor", "NestedTensor"),
+    parts=_jagged_parts,
+    rebuild=_jagged_rebuild,
+    describe=_jagged_describe,
+    home="torch",
+)
+"""torch's jagged nested tensors (``torch.nested.nested_tensor_from_jagged``): values plus
+offsets, detected before torch's strided tensors."""
+
+ADAPTERS = (JAGGED, ADAPTER)

@@ -1,0 +1,260 @@
+"""Arrow's list and tensor columns as composite values (:class:`~interop.adapters.base.CompositeAdapter`).
+
+A ``fixed_size_list`` (nested to any depth) and an ``arrow.fixed_shape_tensor`` are one dense
+buffer and a shape: their part is one N-D array, a NumPy view over the leaf values buffer
+(read-only, as Arrow's memory is), of shape ``(rows, d1, d2, ...)``; a tensor's
+``permutation`` becomes the view's strides. A ``list``, ``large_list`` or ``list_view`` is
+``values`` (such an N-D array over the rows' items) plus ``offsets`` (``rows + 1``, the first
+0): the ``"jagged"`` layout, which a target with a ragged type of its own builds (torch's
+jagged nested tensor); any other gets the ``(values, offsets)`` pair. ``ragged=`` chooses:
+``None`` (that default), ``"offsets"`` (the pair, whatever the target), ``"list"`` (one view
+per row) or ``"pad"`` (one padded array, a copy, filled with ``fill_value``).
+
+Each part then takes the registry's dense route (devices, read-only hazards, ``copy=``).
+Nulls follow the arrays' contract: refused unless ``copy=True``, which takes a copy where a
+null row of a list is an empty row and a null slot of a fixed-size value is NaN (integers
+have no NaN: fill them first). Walking a type is one loop over its ``fixed_size_list``
+levels, whatever the depth.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..adapters.base import CompositeAdapter, Parts, instance_test
+from ..errors import InteropError, NullsError, UnsupportedConversionError
+
+RAGGED = (None, "offsets", "list", "pad")
+"""The values of ``ragged=``."""
+OPTIONS = ("ragged", "fill_value")
+
+
+def _pa() -> Any:
+    return sys.modules["pyarrow"]
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+def describe_value(x: Any) -> str:
+    return f"pyarrow {type(x).__name__}<{x.type}> of length {len(x)}"
+
+
+# ---- the dense part: fixed_size_list levels over a leaf buffer --------------------------
+def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
+    """Rows ``[lo, lo + count)`` of ``arr`` (a fixed-width array or ``fixed_size_list``
+    levels over one) as one N-D NumPy array ``(count, d1, ...)``: a read-only view of the
+    leaf buffer, or, where a level holds nulls, a copy with NaN in their slots (``True``
+    then). Integers with nulls raise :class:`NullsError`."""
+    np, types = _np(), _pa().types
+    dims: list[int] = []
+    levels: list[tuple[Any, int, int]] = []
+    cur, start, n = arr, lo, count
+    while types.is_fixed_size_list(cur.type):
+        d = cur.type.list_size
+        levels.append((cur, start, n))
+        dims.append(d)
+        start, n = (cur.offset + start) * d, n * d
+        cur = cur.values
+    t = cur.type
+    if not (types.is_integer(t) or types.is_floating(t)):
+        raise UnsupportedConversionError(
+            f"{describe_value(arr)}: its items are {t}, not fixed-width numbers; cast them "
+            "first (pyarrow.compute.cast) or leave the column out (columns=)")
+    dtype = np.dtype(t.to_pandas_dtype())
+    levels.append((cur, start, n))
+    nulls = any(a.slice(s, k).null_count for a, s, k in levels if k)
+    if not nulls:
+        buf = cur.buffers()[1]
+        flat = (np.frombuffer(buf, dtype, n, (cur.offset + start) * dtype.itemsize)
+                if n else np.empty(0, dtype))
+        return flat.reshape(count, *dims), False
+    if not types.is_floating(t):
+        raise NullsError(f"{describe_value(arr)} holds nulls and its items ({t}) have no NaN "
+                         "to stand for them: fill them first (pyarrow.compute.fill_null)")
+    flat = cur.slice(start, n).to_numpy(zero_copy_only=False).copy()
+    span = n
+    for a, s, k in levels[:-1]:
+        valid = a.slice(s, k).is_valid().to_numpy(zero_copy_only=False)
+        flat.reshape(k, span // k)[~valid] = np.nan
+    return flat.reshape(count, *dims), True
+
+
+def _nulls_why(x: Any) -> str:
+    return (f"{describe_value(x)} holds nulls, which a dense buffer cannot represent: fill "
+            "them first (pyarrow.compute.fill_null) or pass copy=True (a copy: a null row of "
+            "a list becomes an empty row, a null slot of a fixed-size value NaN)")
+
+
+# ---- the kinds ------------------------------------------------------------------------------
+def _fixed(x: Any) -> Parts:
+    values, nulls = _dense(x, 0, len(x))
+    return Parts("tensor", (("values", values),), (("type", str(x.type)),),
+                 nulls=_nulls_why(x) if nulls else "")
+
+
+def _tensor(x: Any) -> Parts:
+    t = x.type
+    values, nulls = _dense(x.storage, 0, len(x))
+    values = values.reshape(len(x), *t.shape)
+    perm = list(t.permutation or range(len(t.shape)))
+    meta: list[tuple[str, Any]] = [("type", str(t))]
+    if perm != sorted(perm):
+        values = values.transpose(0, *(p + 1 for p in perm))
+        meta.append(("permutation", perm))
+    if t.dim_names:
+        meta.append(("dim_names", list(t.dim_names)))
+    return Parts("tensor", (("values", values),), tuple(meta),
+                 nulls=_nulls_why(x) if nulls else "")
+
+
+def _bounds(x: Any) -> tuple[Any, Any, Any]:
+    """``(starts, lengths, valid)`` of each row of a list or list view (NumPy arrays)."""
+    np, types = _np(), _pa().types
+    n = len(x)
+    valid = (x.is_valid().to_numpy(zero_copy_only=False) if x.null_count
+             else np.ones(n, dtype=bool))
+    if types.is_list_view(x.type) or types.is_large_list_view(x.type):
+        starts = x.offsets.to_numpy()
+        lengths = x.sizes.to_numpy()
+    else:
+        offs = x.offsets.to_numpy()
+        starts, lengths = offs[:-1], np.diff(offs)
+    return starts, lengths, valid
+
+
+def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
+    np, types = _np(), _pa().types
+    if ragged not in RAGGED:
+        raise InteropError(f"ragged={ragged!r}: use None (the target's ragged type, else "
+                           "(values, offsets)), 'offsets', 'list' or 'pad'")
+    child = x.values
+    if types.is_list(child.type) or types.is_large_list(child.type) or \
+            types.is_list_view(child.type) or types.is_large_list_view(child.type):
+        raise UnsupportedConversionError(
+            f"{describe_value(x)}: lists of lists have two ragged dimensions, which no "
+            "framework's ragged type holds; flatten one level first (pyarrow.compute."
+            "list_flatten) or convert the inner lists row by row")
+    n = len(x)
+    starts, lengths, valid = _bounds(x)
+    copied: list[str] = []
+    nulls = _nulls_why(x) if x.null_count else ""
+    lengths = np.where(valid, lengths, 0)  # a null row: an empty row (nulls: copy=True only)
+    ends = starts + lengths
+    lo = int(starts.min()) if n else 0
+    hi = int(ends.max()) if n else 0
+    items, item_nulls = _dense(child, lo, max(hi - lo, 0))
+    if item_nulls:
+        nulls = nulls or _nulls_why(x)
+    offsets = np.empty(n + 1, dtype=np.int64 if starts.dtype.itemsize == 8 else np.int32)
+    offsets[0] = 0
+    np.cumsum(lengths, out=offsets[1:])
+    contiguous = n == 0 or bool((starts[1:] == ends[:-1]).all())
+    if contiguous:
+        values = items[int(starts[0]) - lo:] if n else items
+        values = values[:int(offsets[-1])]
+        own = x.offsets if not (types.is_list_view(x.type) or types.is_large_list_view(x.type)) \
+            else None
+        if own is not None and lo == 0 and not x.null_count:
+            offsets = own.to_numpy()  # Arrow's own offsets, a view
+        elif own is not None and not x.null_count:
+            copied.append(f"{describe_value(x)} is a slice: its {n + 1} offsets are rebased "
+                          "to start at 0 (a copy of the offsets; the values are not copied)")
+        elif own is None:
+            copied.append(f"{describe_value(x)}: a list view's offsets and sizes become "
+                          f"{n + 1} offsets (a copy of the offsets; the values are not copied)")
+    else:
+        index = np.arange(int(offsets[-1])) - np.repeat(offsets[:-1] - (starts - lo), lengths)
+        values = items[index]
+        copied.append(f"{describe_value(x)}: its rows are not stored one after another (or "
+                      "null rows hold items); gathering them copies the values")
+    meta: tuple[tuple[str, Any], ...] = (("type", str(x.type)), ("ragged", ragged),
+                                         ("offsets", offsets))
+    if ragged == "pad":
+        return _padded(x, values, offsets, lengths, fill_value, meta, copied, nulls)
+    return Parts("jagged", (("values", values), ("offsets", offsets)), meta, tuple(copied),
+                 nulls)
+
+
+def _padded(x: Any, values: Any, offsets: Any, lengths: Any, fill: Any,
+            meta: tuple[tuple[str, Any], ...], copied: list[str], nulls: str) -> Parts:
+    np = _np()
+    n = len(lengths)
+    width = int(lengths.max()) if n else 0
+    out = np.full((n, width, *values.shape[1:]), fill, dtype=values.dtype)
+    rows = np.repeat(np.arange(n), lengths)
+    out[rows, np.arange(len(values)) - np.repeat(offsets[:-1], lengths)] = values
+    copied.append(f"{describe_value(x)}: ragged='pad' copies the rows into one padded "
+                  f"{out.shape} array filled with {fill!r}")
+    return Parts("tensor", (("values", out),), meta, tuple(copied), nulls)
+
+
+def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
+    """``x`` taken apart: ``"tensor"`` (one N-D array) or ``"jagged"`` (values, offsets)."""
+    types = _pa().types
+    if fill_value != 0 and ragged != "pad":
+        raise InteropError(f"fill_value={fill_value!r} is used only with ragged='pad'")
+    if types.is_fixed_size_list(x.type):
+        return _fixed(x)
+    if isinstance(x, _pa().FixedShapeTensorArray):
+        return _tensor(x)
+    return _ragged(x, ragged, fill_value)
+
+
+# ---- rebuilding on the target side -------------------------------------------------------
+def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
+    from ..composite import assembly
+
+    arrays, meta = dict(p.arrays), dict(p.meta)
+    if p.layout == "tensor":
+        return arrays["values"]
+    values, offsets = arrays["values"], arrays["offsets"]
+    mode = meta["ragged"]
+    if mode == "list":
+        bounds = meta["offsets"].tolist()
+        return [values[a:b] for a, b in zip(bounds, bounds[1:])]
+    made = assembly(reg, tgt, "jagged") if mode is None else None
+    return made[1](p) if made is not None else (values, offsets)
+
+
+def describe(reg: Any, p: Parts, tgt: str) -> str:
+    from ..composite import assembly
+
+    arrays, meta = dict(p.arrays), dict(p.meta)
+    v = arrays["values"]
+    head = f"{meta['type']}: "
+    if p.layout == "tensor":
+        line = head + f"one {v.dtype} array of shape {tuple(v.shape)}"
+        if "permutation" in meta:
+            line += f", permutation {meta['permutation']} as strides {v.strides}"
+        if "dim_names" in meta:
+            line += f", dim_names {meta['dim_names']}"
+        return line
+    rows = len(arrays["offsets"]) - 1
+    made = assembly(reg, tgt, "jagged") if meta["ragged"] is None else None
+    into = (made[0] if made is not None else
+            f"{rows} per-row views" if meta["ragged"] == "list" else
+            "the (values, offsets) pair (ragged='list' gives per-row views, 'pad' a padded "
+            "copy)")
+    return head + (f"{rows} rows: values {tuple(v.shape)} {v.dtype} + offsets "
+                   f"({rows + 1},) -> {into}")
+
+
+ARROW_NESTED = CompositeAdapter(
+    name="arrow-nested",
+    modules=("pyarrow",),
+    package="pyarrow",
+    is_value=instance_test("pyarrow", "FixedSizeListArray", "ListArray", "LargeListArray",
+                           "ListViewArray", "LargeListViewArray", "FixedShapeTensorArray"),
+    parts=parts,
+    rebuild=rebuild,
+    describe=describe,
+    options=OPTIONS,
+    home="pyarrow",
+)
+"""Arrow's ``fixed_size_list``, ``fixed_shape_tensor``, ``list``, ``large_list`` and
+``list_view`` arrays (detected before the pyarrow arrays of one buffer)."""
