@@ -211,8 +211,8 @@ class CompositeAdapter:
     """The framework whose values these are: converted to it without ``copy=True``, a value
     stays itself."""
     describe: Callable[[Any, Parts, str], str] | None = None
-    """``(registry, parts, target)`` -> the line ``explain`` gives on what the parts form and what the
-    target receives (a shape, dimension names, the call rebuilding it)."""
+    """``(registry, parts, target)`` -> the line ``explain`` gives on what the parts form and
+    what the target receives (a shape, dimension names, the call rebuilding it)."""
     stream: bool = False
     """Whether ``convert`` takes ``stream=`` (a batch of GPU samples); otherwise the stream is
     not passed on."""

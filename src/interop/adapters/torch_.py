@@ -429,24 +429,19 @@ ADAPTER = ArrayAdapter(
 
 def _jagged_parts(t: Any) -> Parts:
     """A jagged nested tensor taken apart: its ``values`` and ``offsets`` (no copy)."""
-    return Parts("jagged", (("values", t.values()), ("offsets", t.offsets())),
-                 (("ragged", None),))
-
-
-def _jagged_rebuild(reg: Any, p: Parts, tgt: str) -> Any:
-    from ..composite import assembly
-
-    made = assembly(reg, tgt, "jagged")
-    return made[1](p) if made is not None else tuple(a for _, a in p.arrays)
+    return Parts("jagged", (("values", t.values()), ("offsets", t.offsets())))
 
 
 def _jagged_describe(reg: Any, p: Parts, tgt: str) -> str:
-    from ..composite import assembly
+    from ..composite import describe_jagged
 
-    made = assembly(reg, tgt, "jagged")
-    v = dict(p.arrays)["values"]
-    return (f"torch jagged nested tensor: values {tuple(v.shape)} + offsets -> "
-            + (made[0] if made is not None else "the (values, offsets) pair"))
+    return describe_jagged(reg, p, tgt, "torch jagged nested tensor")
+
+
+def _jagged_rebuild(reg: Any, p: Parts, tgt: str) -> Any:
+    from ..composite import rebuild_jagged
+
+    return rebuild_jagged(reg, p, tgt)
 
 
 JAGGED = CompositeAdapter(

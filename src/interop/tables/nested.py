@@ -1,4 +1,5 @@
-"""Arrow's list and tensor columns as composite values (:class:`~interop.adapters.base.CompositeAdapter`).
+"""Arrow's list and tensor columns as composite values
+(:class:`~interop.adapters.base.CompositeAdapter`).
 
 A ``fixed_size_list`` (nested to any depth) and an ``arrow.fixed_shape_tensor`` are one dense
 buffer and a shape: their part is one N-D array, a NumPy view over the leaf values buffer
@@ -72,6 +73,7 @@ def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
         buf = cur.buffers()[1]
         flat = (np.frombuffer(buf, dtype, n, (cur.offset + start) * dtype.itemsize)
                 if n else np.empty(0, dtype))
+        flat.flags.writeable = False  # Arrow's memory is immutable
         return flat.reshape(count, *dims), False
     if not types.is_floating(t):
         raise NullsError(f"{describe_value(arr)} holds nulls and its items ({t}) have no NaN "
@@ -207,41 +209,39 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
 
 # ---- rebuilding on the target side -------------------------------------------------------
 def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
-    from ..composite import assembly
+    from ..composite import Jagged, rebuild_jagged
 
     arrays, meta = dict(p.arrays), dict(p.meta)
     if p.layout == "tensor":
         return arrays["values"]
-    values, offsets = arrays["values"], arrays["offsets"]
     mode = meta["ragged"]
+    if mode is None:
+        return rebuild_jagged(reg, p, tgt)
+    values = arrays["values"]
     if mode == "list":
         bounds = meta["offsets"].tolist()
         return [values[a:b] for a, b in zip(bounds, bounds[1:])]
-    made = assembly(reg, tgt, "jagged") if mode is None else None
-    return made[1](p) if made is not None else (values, offsets)
+    return Jagged(values, arrays["offsets"])
 
 
 def describe(reg: Any, p: Parts, tgt: str) -> str:
-    from ..composite import assembly
+    from ..composite import describe_jagged
 
     arrays, meta = dict(p.arrays), dict(p.meta)
     v = arrays["values"]
-    head = f"{meta['type']}: "
     if p.layout == "tensor":
-        line = head + f"one {v.dtype} array of shape {tuple(v.shape)}"
+        line = f"{meta['type']}: one {v.dtype} array of shape {tuple(v.shape)}"
         if "permutation" in meta:
             line += f", permutation {meta['permutation']} as strides {v.strides}"
         if "dim_names" in meta:
             line += f", dim_names {meta['dim_names']}"
         return line
+    if meta["ragged"] is None:
+        return describe_jagged(reg, p, tgt, meta["type"])
     rows = len(arrays["offsets"]) - 1
-    made = assembly(reg, tgt, "jagged") if meta["ragged"] is None else None
-    into = (made[0] if made is not None else
-            f"{rows} per-row views" if meta["ragged"] == "list" else
-            "the (values, offsets) pair (ragged='list' gives per-row views, 'pad' a padded "
-            "copy)")
-    return head + (f"{rows} rows: values {tuple(v.shape)} {v.dtype} + offsets "
-                   f"({rows + 1},) -> {into}")
+    return (f"{meta['type']}: {rows} rows: values {tuple(v.shape)} + offsets -> "
+            + (f"{rows} per-row views" if meta["ragged"] == "list"
+               else "interop.Jagged(values, offsets)"))
 
 
 ARROW_NESTED = CompositeAdapter(
