@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv (if missing) and installs interop with everything its tests and demo use.
+# Creates .venv (if missing) and installs interop with everything its tests, demo and docs use.
 # torch is pinned to the CPU build this machine carries; the package itself does not pin it.
 # tensorflow-cpu, paddlepaddle and nvidia-dali-cuda120 are pinned too; their tests run in their
 # own pytest processes.
@@ -45,7 +45,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   step "installing nvidia-dali-cuda120 2.4.0" pip_install "nvidia-dali-cuda120==2.4.0"
   # The CUDA 12 GPU packages import on a CPU machine, for the detection and error tests; not
   # the gpu-cu12 extra itself, whose numba-cuda[cu12] pulls the CUDA toolkit wheels.
-  step "installing interop-mempool[all,test] and the CUDA 12 GPU packages" pip_install -e ".[all,test]" \
+  step "installing interop-mempool[all,test,docs] and the CUDA 12 GPU packages" \
+    pip_install -e ".[all,test,docs]" \
     "cupy-cuda12x>=13" "rmm-cu12>=24.10" "numba-cuda>=0.20"
   # paddle before tensorflow: importing paddle after tensorflow segfaults (both bundle
   # protobuf). Their import-time log lines are not ours: quietened here, shown on failure.

@@ -13,7 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh || exit 1
-.venv/bin/ruff check src tests benchmarks || exit 1
+.venv/bin/ruff check src tests benchmarks docs/site || exit 1
 
 user_m=""
 args=()

@@ -353,11 +353,6 @@ def test_a_failing_buffer_slot_is_an_interop_error(dense):
 
 # ---- the docs example ------------------------------------------------------------------------
 
-def test_docs_dali_examples_run(dali):
-    from test_docs import run_optional_blocks
-
-    assert run_optional_blocks("dali") >= 1
-
 
 # ---- GPU: TensorListGPU / TensorGPU (a device run only) --------------------------------------
 

@@ -25,10 +25,8 @@ import oracles
 from helpers import (
     assert_zero_copy_with_every_cpu_framework,
     check_narrowed,
-    doctor_pitfalls,
     report_upstream,
     run_cli_json,
-    stale_table_cells,
 )
 from interop.errors import UnsupportedConversionError, ZeroCopyError
 from machine import jax_on_cpu
@@ -517,12 +515,6 @@ def live_table() -> dict:
     return run_cli_json("table")
 
 
-def test_committed_table_is_fresh_for_paddle(live_table):
-    stale = stale_table_cells("paddle", live_table)
-    assert not stale, ("conversion_table.md is stale; regenerate it with `python -m interop "
-                       f"table --markdown > conversion_table.md`: {stale}")
-
-
 def test_table_paddle_cells(live_table):
     from interop.cli import table
 
@@ -537,46 +529,5 @@ def test_table_paddle_cells(live_table):
     assert all(c["plan_agrees"] for c in live_table["layouts"])
 
 
-def test_doctor_lists_paddle_and_its_pitfalls(paddle):
-    fws, pits = doctor_pitfalls("paddle")
-    assert fws["paddle"]["version"] == paddle.__version__
-    assert {"paddle-after-tensorflow", "paddle-negative-strides", "paddle-readonly",
-            "paddle-uint16-bfloat16", "paddle-dlpack-device"} <= set(pits)
-    if paddle.__version__ == "3.3.1":  # what this version was seen to do
-        assert all(p["state"] == "present" for p in pits.values()), pits
-
-
-def test_docs_paddle_examples_run():
-    from test_docs import run_optional_blocks
-
-    assert run_optional_blocks("paddle") >= 1
-
-
-# ---- GPU (skipped without a CUDA device) --------------------------------------------------
-
-@pytest.mark.gpu
-def test_gpu_paddle_to_torch_and_back_zero_copy(paddle):
-    if not (paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count()):
-        pytest.skip("this paddle build sees no GPU (the CPU wheel)")
-    import torch
-
-    t = paddle.arange(1024, dtype="float32").cuda(0)
-    plan = interop.explain(t, "torch")
-    assert plan.zero_copy, plan
-    r = interop.to_framework(t, "torch", copy=False)
-    assert r.device.type == "cuda" and r.data_ptr() == t.data_ptr()
-    r[0] = 42.0
-    torch.cuda.synchronize()
-    assert float(t[0]) == 42.0
-    back = interop.to_framework(r, "paddle", copy=False)
-    assert back.place.is_gpu_place() and back.data_ptr() == r.data_ptr()
-
-
-@pytest.mark.gpu
-def test_gpu_paddle_to_host_is_an_explicit_copy(paddle):
-    if not (paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count()):
-        pytest.skip("this paddle build sees no GPU (the CPU wheel)")
-    t = paddle.arange(8, dtype="float32").cuda(0)
-    with pytest.raises(interop.errors.DeviceError, match="device='cpu'"):
-        interop.to_framework(t, "numpy")
-    _same(interop.to_framework(t, "numpy", device="cpu"), np.arange(8, dtype=np.float32))
+# The docs examples, the committed table's freshness, the doctor's pitfalls and the GPU round
+# trips are tests/test_optional_suite.py's, parametrized over the optional frameworks.

@@ -44,7 +44,7 @@ def test_each_install_step_is_one_line_and_the_noise_is_hidden(tmp_path):
         "[setup] installing torch 2.13.0 (CPU) ... ok",
         "[setup] installing tensorflow-cpu 2.21.0 and paddlepaddle 3.3.1 ... ok",
         "[setup] installing nvidia-dali-cuda120 2.4.0 ... ok",
-        "[setup] installing interop-mempool[all,test] and the CUDA 12 GPU packages ... ok",
+        "[setup] installing interop-mempool[all,test,docs] and the CUDA 12 GPU packages ... ok",
         "[setup] checking every framework imports ... ok",
     ], lines
     assert (tmp_path / ".venv" / ".interop-installed").exists()

@@ -25,10 +25,8 @@ import oracles
 from helpers import (
     assert_zero_copy_with_every_cpu_framework,
     check_narrowed,
-    doctor_pitfalls,
     report_upstream,
     run_cli_json,
-    stale_table_cells,
 )
 from interop.errors import UnsupportedConversionError, ZeroCopyError
 from matrix_samples import (
@@ -495,12 +493,6 @@ def live_table() -> dict:
     return run_cli_json("table")
 
 
-def test_committed_table_is_fresh_for_tensorflow(live_table):
-    stale = stale_table_cells("tensorflow", live_table)
-    assert not stale, ("conversion_table.md is stale; regenerate it with `python -m interop "
-                       f"table --markdown > conversion_table.md`: {stale}")
-
-
 def test_table_tensorflow_cells(live_table):
     from interop.cli import table
 
@@ -516,50 +508,5 @@ def test_table_tensorflow_cells(live_table):
     assert all(c["plan_agrees"] for c in live_table["layouts"])
 
 
-def test_doctor_lists_tensorflow_and_its_pitfalls(tf):
-    fws, pits = doctor_pitfalls("tensorflow")
-    assert fws["tensorflow"]["version"] == tf.__version__
-    assert {"tensorflow-misaligned-abort", "tensorflow-string-dlpack", "tensorflow-numpy-copies",
-            "tensorflow-bfloat16-writable", "tensorflow-non-compact"} <= set(pits)
-    if tf.__version__ == "2.21.0":  # what this version was seen to do
-        assert all(p["state"] == "present" for p in pits.values()), pits
-
-
-def test_docs_tensorflow_examples_run():
-    from test_docs import run_optional_blocks
-
-    assert run_optional_blocks("tensorflow") >= 1
-
-
-# ---- GPU (skipped without a CUDA device) --------------------------------------------------
-
-@pytest.mark.gpu
-def test_gpu_tensorflow_to_torch_and_back_zero_copy(tf):
-    if not tf.config.list_physical_devices("GPU"):
-        pytest.skip("this TensorFlow build sees no GPU (tensorflow-cpu)")
-    import torch
-
-    with tf.device("/GPU:0"):
-        t = tf.range(1024, dtype=tf.float32)
-    plan = interop.explain(t, "torch")
-    assert plan.zero_copy, plan
-    r = interop.to_framework(t, "torch", copy=False)
-    assert r.device.type == "cuda" and r.data_ptr() == tf_ptr(t)
-    r[0] = 42.0
-    torch.cuda.synchronize()
-    assert float(t[0]) == 42.0
-    back = interop.to_framework(r, "tensorflow", copy=False)
-    assert "GPU" in back.device and tf_ptr(back) == r.data_ptr()
-
-
-@pytest.mark.gpu
-def test_gpu_tensorflow_to_host_is_an_explicit_copy(tf):
-    if not tf.config.list_physical_devices("GPU"):
-        pytest.skip("this TensorFlow build sees no GPU (tensorflow-cpu)")
-    with tf.device("/GPU:0"):
-        t = tf.range(8, dtype=tf.float32)
-    with pytest.raises(interop.errors.DeviceError, match="device='cpu'"):
-        interop.to_framework(t, "numpy")
-    with pytest.raises(ZeroCopyError):
-        interop.to_framework(t, "numpy", device="cpu", copy=False)
-    _same(interop.to_framework(t, "numpy", device="cpu"), np.arange(8, dtype=np.float32))
+# The docs examples, the committed table's freshness, the doctor's pitfalls and the GPU round
+# trips are tests/test_optional_suite.py's, parametrized over the optional frameworks.

@@ -11,9 +11,13 @@ from typing import Any
 class Step:
     """One step of a conversion: ``source`` to ``target`` through ``via``."""
 
+    #: The framework the step reads from.
     source: str
+    #: The framework the step hands to.
     target: str
+    #: The protocol or call that carries the buffer (``"dlpack"``, a fast path's name, ...).
     via: str
+    #: Whether this step copies the data.
     copies: bool = False
 
     def __str__(self) -> str:
@@ -28,17 +32,26 @@ class Plan:
     (``"unsupported"``, ``"nulls"`` or ``"zero-copy"`` for ``copy=False``).
     """
 
+    #: The framework of the value converted.
     source: str
+    #: The framework asked for.
     target: str
+    #: The steps, in order, from ``source`` to ``target``.
     steps: tuple[Step, ...]
+    #: Whether the result shares the source's buffer.
     zero_copy: bool
+    #: Why: what makes a step copy, or why the conversion would fail.
     reasons: tuple[str, ...] = ()
+    #: What to watch for in a result that converts (e.g. a read-only source made writable).
     hazards: tuple[str, ...] = ()
+    #: Whether ``to_framework`` would succeed with these arguments.
     supported: bool = True
+    #: The kind of failure when ``supported`` is false, else ``None``.
     error: str | None = None
 
     @property
     def protocols(self) -> tuple[str, ...]:
+        """The ``via`` of each step, in order."""
         return tuple(s.via for s in self.steps)
 
     def __str__(self) -> str:

@@ -4,7 +4,7 @@ Two ways, both calling :func:`mempool.use_rmm_pool` inside each worker process:
 
 * ``dask worker --preload mempool.dask`` (or ``LocalCluster(preload=["mempool.dask"])``):
   the pool comes from the worker's ``MEMPOOL_*`` environment variables (as
-  :mod:`mempool.auto`) and is set while the worker starts, before it registers with the
+  ``mempool.auto``) and is set while the worker starts, before it registers with the
   scheduler, so before any task can allocate. The way to guarantee "before the first
   allocation".
 * ``client.register_plugin(RMMPoolPlugin("8GiB"))``: set on the workers that are running
@@ -65,7 +65,7 @@ def _record(worker: Any, via: str, pool: Any, error: BaseException | None) -> No
 class RMMPoolPlugin(WorkerPlugin):
     """A worker plugin that calls :func:`mempool.use_rmm_pool` in each worker's ``setup``.
 
-    Takes the arguments of :func:`use_rmm_pool`; sizes are checked on the client when the
+    Takes the arguments of :func:`~mempool.use_rmm_pool`; sizes are checked on the client when the
     plugin is made. ``strict=True`` (default) makes a worker's setup fail with the pool's
     error (``client.register_plugin`` then re-raises it, e.g. ``NoDeviceError``);
     ``strict=False`` records it and lets the worker run without a pool. Either way

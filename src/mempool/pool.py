@@ -229,13 +229,20 @@ def _stats_of(stack: DeviceStack) -> dict[str, Any]:
 class Pool:
     """A live RMM pool and the framework hooks installed for it. Get one from use_rmm_pool()."""
 
+    #: What :func:`~mempool.use_rmm_pool` was asked for: devices, sizes, frameworks, backend.
     settings: Settings
+    #: Per device, the RMM resources the pool built over the device's previous one.
     stacks: list[DeviceStack]
+    #: The framework adapters installed, each with the state :meth:`close` gives back.
     installed: list[tuple[FrameworkAdapter, Any]]
+    #: Called once when the pool closes.
     on_close: Callable[[Pool], None] | None = None
+    #: Whether :meth:`close` has run.
     closed: bool = False
+    #: The frameworks that keep this pool as RMM's resource after :meth:`close`.
     pinned_by: tuple[str, ...] = field(default=())
-    unrestored: tuple[Unrestored, ...] = field(default=())  # what close() could not give back
+    #: What :meth:`close` could not give back, each with its reason.
+    unrestored: tuple[Unrestored, ...] = field(default=())
 
     @property
     def devices(self) -> tuple[int, ...]:
@@ -274,7 +281,8 @@ class Pool:
         Idempotent. Every framework is uninstalled (one that cannot be given back never
         stops the others), then every device gets its previous RMM resource, and with
         ``backend="async"`` its previous current pool and release threshold. What cannot
-        be given back is kept in ``unrestored`` and named in one :class:`MempoolWarning`:
+        be given back is kept in ``unrestored`` and named in one
+        :class:`~mempool.errors.MempoolWarning`:
 
         * ``backend="pool"`` with PyTorch routed: PyTorch keeps RMM's pluggable allocator
           and frees through RMM's current resource, so the pool stays RMM's resource on its

@@ -19,11 +19,17 @@ __all__ = ["StatusReport", "status"]
 class StatusReport:
     """A snapshot: CUDA devices, the pool (if any) with its statistics, each framework."""
 
+    #: How many CUDA devices this process sees.
     cuda_devices: int
+    #: The CUDA driver and runtime found, or why none is usable.
     cuda: str
+    #: The live (or pinned) pool's description, ``None`` when there is none.
     pool: str | None
+    #: The frameworks that keep a closed pool as RMM's resource (see :meth:`mempool.Pool.close`).
     pinned_by: tuple[str, ...]
+    #: Per device: pool size, bytes in use, peak bytes, allocation counts.
     statistics: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Per framework: whether its allocations really go to the pool, and why (not).
     frameworks: dict[str, FrameworkStatus] = field(default_factory=dict)
 
     @property

@@ -1,8 +1,8 @@
-"""The structures as the registry sees them: one :class:`StructureAdapter` owning every node
+"""The structures as the registry sees them: one ``StructureAdapter`` owning every node
 (after the frameworks, the table kinds and the generic producers, so any value some adapter
 owns is a leaf), its plans cached per structure, and where a ``dict`` is a table.
 
-A dict is read as a table (one ``pa.Table``/DataFrame, or :class:`~interop.tables.Columns` with
+A dict is read as a table (one ``pa.Table``/DataFrame, or ``interop.tables.Columns`` with
 the table options ``nulls=``, ``fill_value=``, ``columns=``) when ``structure="table"`` is
 given, or, by default, when it is flat (each value an array, or a ``(values, mask)`` pair)
 and either its target is a table framework (pyarrow, pandas, polars, cuDF), or one of its
@@ -11,7 +11,7 @@ types follow the table rules), or a table option is given that none of its value
 its own (a DALI batch takes ``fill_value=``). Otherwise it is a structure, as is
 any dict with ``structure="tree"``: each leaf converted on its own, the same keys returned.
 
-Options on a structure reach each leaf that takes them (:func:`leaf_options`: a DALI batch's
+Options on a structure reach each leaf that takes them (``leaf_options``: a DALI batch's
 ``ragged=``/``fill_value=``, a table leaf's ``nulls=``/``fill_value=``/``columns=``); an option
 no leaf takes is an error naming it.
 """

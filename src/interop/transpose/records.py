@@ -155,19 +155,8 @@ def _as_numpy(reg: Any, rows: Any) -> Any:
 def aos_to_soa(reg: Any, rows: Any, names: Sequence[str] | None = None, *,
                target: str = "pyarrow", out: Any = None, kernel: str | None = None,
                threads: int | None = None) -> Any:
-    """Row-major records -> columns: a ``pyarrow.Table`` by default.
-
-    ``rows``: a NumPy structured array (field names are the column names unless ``names``
-    renames them) or a 2-D ``(N, C)`` array or tensor (``names``: C names, default
-    ``c0..c{C-1}``). ``target``: ``"pyarrow"`` (``pa.Table``), ``"pandas"``, ``"polars"``, or
-    any array framework for ``{name: column}``. One copy (the transpose); the columns are
-    then handed on without another (booleans are bit-packed by Arrow, a second copy).
-    ``out``: an existing ``(C, N)`` array with contiguous rows to write the columns into
-    (reusing it skips the page faults of a fresh buffer; the result then aliases ``out``).
-    Only for 2-D rows and structured arrays of one field type. ``kernel``: ``"llvm"`` or
-    ``"numpy"`` (``None``: chosen by size); ``threads``: how many threads share the rows
-    (``None``: every CPU from 16 MiB on).
-    """
+    """``interop.aos_to_soa`` on the registry ``reg`` (its documentation says what it
+    takes and returns)."""
     cpu.check_choice(kernel, threads)
     if _on_gpu(rows):
         return _aos_to_soa_gpu(reg, rows, names, target, out)
@@ -217,18 +206,8 @@ def aos_to_soa(reg: Any, rows: Any, names: Sequence[str] | None = None, *,
 def soa_to_aos(reg: Any, table: Any, target: str = "torch", *,
                columns: Sequence[str] | None = None, dtype: Any = None, out: Any = None,
                kernel: str | None = None, threads: int | None = None) -> Any:
-    """Columns -> one row-major ``(N, C)`` array of ``target`` (default torch), one copy.
-
-    ``table``: anything :func:`interop.to_framework` reads as a table (pyarrow, pandas,
-    polars, a dict of arrays, Arrow PyCapsule objects). Columns are read zero-copy where the
-    registry allows (nulls raise :class:`~interop.errors.NullsError`; select with
-    ``columns=``). ``dtype``: the common type, by default NumPy's promotion of the columns;
-    or a structured dtype of one field per column (in order, mixed types, packed or padded,
-    its own field names): the result is then a 1-D structured array of ``N`` records
-    (``target`` ``"numpy"``). ``out``: an existing writable ``(N, C)`` array with contiguous
-    rows (or ``(N,)`` records of the structured ``dtype``) to write into (the result is then
-    ``out`` handed to ``target``). ``kernel``, ``threads``: as :func:`aos_to_soa`'s.
-    """
+    """``interop.soa_to_aos`` on the registry ``reg`` (its documentation says what it
+    takes and returns)."""
     import numpy as np
 
     cpu.check_choice(kernel, threads)
