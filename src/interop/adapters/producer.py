@@ -1,7 +1,8 @@
 """Any other object: a CUDA Array Interface producer, a DLPack producer, or a CPU buffer
 (array interface, buffer protocol).
 
-These are sources only. :class:`interop.composite.Jagged` (values and offsets) is one too. Device buffers go to the GPU consumers over the CUDA Array Interface
+These are sources only (so is :class:`interop.composite.Jagged`, values and offsets). Device
+buffers go to the GPU consumers over the CUDA Array Interface
 (CuPy, the GPU hub, and Numba wait on the producer's ``stream`` themselves; torch is made to
 wait by its adapter); host buffers are read through NumPy, which consumes both host protocols.
 """
