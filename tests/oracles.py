@@ -250,6 +250,13 @@ def _arrow(arr: Any) -> Layout:
         if arr.num_chunks != 1:
             raise TypeError(f"no single buffer: {arr.num_chunks} chunks")
         arr = arr.chunk(0)
+    if getattr(arr.type, "extension_name", "") == "arrow.fixed_shape_tensor":
+        # its rows, one after another in the storage's values (by Arrow's own accessors)
+        storage, values = arr.storage, arr.storage.values
+        size = values.type.bit_width // 8
+        shape = (len(arr), *arr.type.shape)
+        return Layout("cpu", values.buffers()[1].address + (values.offset + storage.offset
+                      * storage.type.list_size) * size, shape, _c_strides(shape, size), size)
     width = arr.type.bit_width
     buf = arr.buffers()[1]
     if width == 1:

@@ -210,6 +210,9 @@ def _np_check_any(a: Any) -> tuple[str, str] | None:
     v = _dtype_verdict(a.dtype)
     if v is not None:
         return v
+    if 0 in a.shape[1:]:
+        return UNSUPPORTED, (f"an array of shape {a.shape} has rows of no elements, which an "
+                             "Arrow fixed_shape_tensor cannot hold")
     if not a.flags.c_contiguous:
         return STEP_COPIES, (f"strides {a.strides} are not C-contiguous: "
                              "FixedShapeTensorArray.from_numpy_ndarray takes a C-contiguous "
@@ -223,12 +226,17 @@ def _from_numpy() -> Any:
     """NumPy to Arrow: ``pyarrow.array`` of a 1-D array, a ``FixedShapeTensorArray`` of the
     rows of an N-D one."""
     pa, np = module("pyarrow"), module("numpy")
-    array, tensor = pa.array, pa.FixedShapeTensorArray.from_numpy_ndarray
+    array = pa.array
 
     def convert(a: Any) -> Any:
         if a.ndim < 2:
             return array(a)
-        return tensor(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+        a = a if a.flags.c_contiguous else np.ascontiguousarray(a)
+        flat = array(a.reshape(-1))
+        rows = pa.FixedSizeListArray.from_arrays(flat, a[0].size if len(a) else
+                                                 int(np.prod(a.shape[1:])))
+        return pa.ExtensionArray.from_storage(
+            pa.fixed_shape_tensor(flat.type, list(a.shape[1:])), rows)
 
     return convert
 

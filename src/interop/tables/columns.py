@@ -267,6 +267,10 @@ def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: boo
     registry as a composite; nulls are refused (``nulls='mask'`` and ``'fill'`` take
     columns of numbers)."""
     pa = _pa()
+    from .nested import numeric_items
+
+    if not numeric_items(col.type):
+        return _unsupported(name, col.type)
     if col.null_count:
         if nulls == "raise":
             prep.error = ("nulls", f"column {name!r} ({col.type}) holds {col.null_count} "

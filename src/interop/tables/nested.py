@@ -45,6 +45,17 @@ def describe_value(x: Any) -> str:
     return f"pyarrow {type(x).__name__}<{x.type}> of length {len(x)}"
 
 
+def numeric_items(t: Any) -> bool:
+    """Whether a list or tensor type's innermost items are fixed-width numbers (what the
+    parts hold), read from the type alone."""
+    types = _pa().types
+    while not (types.is_integer(t) or types.is_floating(t)):
+        t = getattr(t, "storage_type", None) or getattr(t, "value_type", None)
+        if t is None:
+            return False
+    return True
+
+
 # ---- the dense part: fixed_size_list levels over a leaf buffer --------------------------
 def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
     """Rows ``[lo, lo + count)`` of ``arr`` (a fixed-width array or ``fixed_size_list``
