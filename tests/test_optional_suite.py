@@ -22,6 +22,7 @@ import pytest
 
 import interop
 import oracles
+from docs_examples import run_optional_blocks
 from helpers import doctor_pitfalls, run_cli_json, stale_table_cells
 from interop.errors import ZeroCopyError
 
@@ -90,8 +91,6 @@ def live_table() -> dict:
 @pytest.mark.parametrize("fw", ALL)
 def test_docs_examples_run(fw):
     _module(fw)
-    from test_docs import run_optional_blocks
-
     assert run_optional_blocks(fw.name) >= 1
 
 
