@@ -141,7 +141,7 @@ def _bounds(x: Any) -> tuple[Any, Any, Any]:
 
 
 def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
-    np, types = _np(), _pa().types
+    types = _pa().types
     if ragged not in RAGGED:
         raise InteropError(f"ragged={ragged!r}: use None (the target's ragged type, else "
                            "(values, offsets)), 'offsets', 'list' or 'pad'")
@@ -152,6 +152,33 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
             f"{describe_value(x)}: lists of lists have two ragged dimensions, which no "
             "framework's ragged type holds; flatten one level first (pyarrow.compute."
             "list_flatten) or convert the inner lists row by row")
+    n = len(x)
+    view = types.is_list_view(x.type) or types.is_large_list_view(x.type)
+    if x.null_count or view:
+        values, offsets, copied, nulls = _gathered(x, child, view)
+    else:  # offsets rise by Arrow's rule: the rows are one run of the child, read in O(1)
+        offsets = x.offsets.to_numpy()  # Arrow's own offsets, a view
+        lo, hi = int(offsets[0]), int(offsets[-1])
+        values, item_nulls = _dense(child, lo, hi - lo)
+        nulls = _nulls_why(x) if item_nulls else ""
+        copied = []
+        if lo:
+            offsets = offsets - lo
+            copied.append(f"{describe_value(x)} is a slice: its {n + 1} offsets are rebased "
+                          "to start at 0 (a copy of the offsets; the values are not copied)")
+    meta: tuple[tuple[str, Any], ...] = (("type", str(x.type)), ("ragged", ragged),
+                                         ("offsets", offsets))
+    if ragged == "pad":
+        return _padded(x, values, offsets, fill_value, meta, copied, nulls)
+    return Parts("jagged", (("values", values), ("offsets", offsets)), meta, tuple(copied),
+                 nulls)
+
+
+def _gathered(x: Any, child: Any, view: bool) -> tuple[Any, Any, list[str], str]:
+    """``(values, offsets, copied, nulls)`` of a list with null rows or a list view: the rows
+    read from their starts and lengths (a null row empty), the values a view where the rows
+    follow one another, else gathered (a copy)."""
+    np = _np()
     n = len(x)
     starts, lengths, valid = _bounds(x)
     copied: list[str] = []
@@ -166,18 +193,10 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
     offsets = np.empty(n + 1, dtype=np.int64 if starts.dtype.itemsize == 8 else np.int32)
     offsets[0] = 0
     np.cumsum(lengths, out=offsets[1:])
-    contiguous = n == 0 or bool((starts[1:] == ends[:-1]).all())
-    if contiguous:
-        values = items[int(starts[0]) - lo:] if n else items
-        values = values[:int(offsets[-1])]
-        own = x.offsets if not (types.is_list_view(x.type) or types.is_large_list_view(x.type)) \
-            else None
-        if own is not None and lo == 0 and not x.null_count:
-            offsets = own.to_numpy()  # Arrow's own offsets, a view
-        elif own is not None and not x.null_count:
-            copied.append(f"{describe_value(x)} is a slice: its {n + 1} offsets are rebased "
-                          "to start at 0 (a copy of the offsets; the values are not copied)")
-        elif own is None:
+    if n == 0 or bool((starts[1:] == ends[:-1]).all()):
+        values = items[int(starts[0]) - lo:int(starts[0]) - lo + int(offsets[-1])] if n \
+            else items
+        if view:
             copied.append(f"{describe_value(x)}: a list view's offsets and sizes become "
                           f"{n + 1} offsets (a copy of the offsets; the values are not copied)")
     else:
@@ -185,17 +204,13 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
         values = items[index]
         copied.append(f"{describe_value(x)}: its rows are not stored one after another (or "
                       "null rows hold items); gathering them copies the values")
-    meta: tuple[tuple[str, Any], ...] = (("type", str(x.type)), ("ragged", ragged),
-                                         ("offsets", offsets))
-    if ragged == "pad":
-        return _padded(x, values, offsets, lengths, fill_value, meta, copied, nulls)
-    return Parts("jagged", (("values", values), ("offsets", offsets)), meta, tuple(copied),
-                 nulls)
+    return values, offsets, copied, nulls
 
 
-def _padded(x: Any, values: Any, offsets: Any, lengths: Any, fill: Any,
+def _padded(x: Any, values: Any, offsets: Any, fill: Any,
             meta: tuple[tuple[str, Any], ...], copied: list[str], nulls: str) -> Parts:
     np = _np()
+    lengths = np.diff(offsets)
     n = len(lengths)
     width = int(lengths.max()) if n else 0
     out = np.full((n, width, *values.shape[1:]), fill, dtype=values.dtype)
