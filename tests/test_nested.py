@@ -432,3 +432,64 @@ def test_a_dict_with_a_jagged_column_becomes_an_arrow_table_with_a_list_column()
     t = interop.to_framework({"tok": pair, "x": np.arange(4.0)}, "pyarrow")
     assert t.column("tok").to_pylist() == _lists()["list"].to_pylist()
     assert t.column("tok").chunk(0).values.buffers()[1].address == pair.values.ctypes.data
+
+
+# ---- the GPU half, by reading (stand-ins: no device here) -------------------------------------
+class _DeviceBuffer:
+    """Stands in for a pyarrow CUDA buffer: ``is_cpu`` False, a device ``address``."""
+
+    is_cpu = False
+    address = 0x7F0000000000
+
+
+@pytest.mark.standin
+def test_device_rows_describe_the_device_values_as_numpy_would_lay_them_out():
+    from interop.tables.nested import DeviceRows
+
+    host = fsl(np.zeros(2 * 12, np.float32), 12)
+    rows = DeviceRows(host, _DeviceBuffer(), np.dtype(np.float32), 3 * 4, (2, 12))
+    cai = rows.__cuda_array_interface__
+    assert cai["data"] == (_DeviceBuffer.address + 12, True) and cai["version"] == 3
+    assert cai["shape"] == (2, 12) and cai["typestr"] == "<f4" and cai["strides"] is None
+    oracle = np.zeros((2, 12), np.float32).reshape(2, 3, 4).transpose(0, 2, 1)
+    t = rows.reshape(2, 3, 4).transpose(0, 2, 1)  # a permuted tensor column: strides, no copy
+    assert t.__cuda_array_interface__["shape"] == oracle.shape
+    assert t.__cuda_array_interface__["strides"] == oracle.strides
+    assert t.__cuda_array_interface__["data"] == cai["data"]
+    assert interop.api.REGISTRY.owner(rows) == "cai-producer"  # the dense device route
+
+
+class _DeviceArrayStandIn:
+    """Stands in for a pyarrow array imported from a CUDA device (what pyarrow builds from
+    ``__arrow_c_device_array__``): its type, offset, length, child and buffers; the values
+    buffer is a device buffer."""
+
+    def __init__(self, type_, n, values=None, bitmap=None):
+        self.type, self.offset, self._n, self.values = type_, 0, n, values
+        self._bitmap, self.null_count = bitmap, 0
+
+    def __len__(self):
+        return self._n
+
+    def buffers(self):
+        return [self._bitmap, None if self.values is not None else _DeviceBuffer()]
+
+
+@pytest.mark.standin
+@pytest.mark.parametrize("bitmap_at", [None, "leaf", "list"])
+def test_a_device_column_is_read_as_device_rows_and_a_bitmap_refused_before_any_read(
+        bitmap_at):
+    from interop.tables import nested
+
+    mark = object()  # a validity buffer: never read, its presence refuses
+    leaf = _DeviceArrayStandIn(pa.float32(), 8, bitmap=mark if bitmap_at == "leaf" else None)
+    col = _DeviceArrayStandIn(pa.list_(pa.float32(), 4), 2, values=leaf,
+                              bitmap=mark if bitmap_at == "list" else None)
+    if bitmap_at:
+        with pytest.raises(UnsupportedConversionError, match="fill its nulls on the device"):
+            nested._fixed(col)
+        return
+    parts = nested._fixed(col)
+    rows = dict(parts.arrays)["values"]
+    assert isinstance(rows, nested.DeviceRows) and rows.shape == (2, 4)
+    assert rows.__cuda_array_interface__["data"] == (_DeviceBuffer.address, True)

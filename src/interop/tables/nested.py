@@ -79,9 +79,17 @@ def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
             "first (pyarrow.compute.cast) or leave the column out (columns=)")
     dtype = np.dtype(t.to_pandas_dtype())
     levels.append((cur, start, n))
+    buf = cur.buffers()[1]
+    if buf is not None and not buf.is_cpu:
+        if any(a.buffers()[0] is not None for a, _, _ in levels):
+            raise UnsupportedConversionError(
+                f"{describe_value(arr)} on a CUDA device has a validity bitmap, which cannot "
+                "be read on the host: fill its nulls on the device first (a dense device "
+                "buffer cannot represent them)")
+        return DeviceRows(arr, buf, dtype, (cur.offset + start) * dtype.itemsize,
+                          (count, *dims)), False
     nulls = any(a.slice(s, k).null_count for a, s, k in levels if k)
     if not nulls:
-        buf = cur.buffers()[1]
         flat = (np.frombuffer(buf, dtype, n, (cur.offset + start) * dtype.itemsize)
                 if n else np.empty(0, dtype))
         flat.flags.writeable = False  # Arrow's memory is immutable
@@ -95,6 +103,33 @@ def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
         valid = a.slice(s, k).is_valid().to_numpy(zero_copy_only=False)
         flat.reshape(k, span // k)[~valid] = np.nan
     return flat.reshape(count, *dims), True
+
+
+class DeviceRows:
+    """The rows of an Arrow array whose values live on a CUDA device (imported through
+    ``__arrow_c_device_array__``) as a ``__cuda_array_interface__`` (v3) over the same device
+    memory: the registry hands it to CuPy, torch, JAX ... on the device by its dense rules.
+    Awaits a GPU run: the stand-in test checks the interface, not a device."""
+
+    def __init__(self, arr: Any, buf: Any, dtype: Any, start: int, shape: tuple[int, ...],
+                 strides: tuple[int, ...] | None = None) -> None:
+        self._keep, self._start = (arr, buf), start  # the device buffer lives as long as this
+        self.shape, self.dtype = tuple(shape), dtype
+        self.strides = strides or tuple(
+            dtype.itemsize * int(_np().prod(shape[i + 1:])) for i in range(len(shape)))
+        self.__cuda_array_interface__ = {
+            "shape": self.shape, "typestr": dtype.str, "version": 3,
+            "strides": None if strides is None else self.strides,
+            "data": (int(buf.address) + start, True)}
+
+    def reshape(self, *shape: int) -> DeviceRows:
+        """The same compact rows in another shape."""
+        return DeviceRows(*self._keep, self.dtype, self._start, shape)
+
+    def transpose(self, *axes: int) -> DeviceRows:
+        """The same memory with its dimensions permuted (strides, no copy)."""
+        return DeviceRows(*self._keep, self.dtype, self._start,
+                          tuple(self.shape[a] for a in axes), tuple(self.strides[a] for a in axes))
 
 
 def _nulls_why(x: Any) -> str:
@@ -153,6 +188,12 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
             "framework's ragged type holds; flatten one level first (pyarrow.compute."
             "list_flatten) or convert the inner lists row by row")
     n = len(x)
+    offs_buf = x.buffers()[1]
+    if offs_buf is not None and not offs_buf.is_cpu:
+        raise UnsupportedConversionError(
+            f"{describe_value(x)} lives on a CUDA device: its offsets would be read on the "
+            "host to slice the values, which interop does not do yet (awaits a GPU run); a "
+            "fixed_size_list or tensor column on the device converts")
     view = types.is_list_view(x.type) or types.is_large_list_view(x.type)
     if x.null_count or view:
         values, offsets, copied, nulls = _gathered(x, child, view)
