@@ -214,7 +214,51 @@ def run(quick: bool = False, pairs: list[tuple[str, str]] | None = None) -> dict
     slowest = max(timed, key=lambda r: r["native_us"]["median"], default=None)
     return {"n_elements": N_ELEMENTS, "dtype": "float32", "pairs": rows,
             "floor": _floor(values["numpy"], repeat, target),
-            "control": slowest and _control(slowest, values[slowest["source"]])}
+            "control": slowest and _control(slowest, values[slowest["source"]]),
+            "gpu_host": gpu_host(values, repeat, target)}
+
+
+GPU_HOST_PAIRS = (("torch", "numpy"), ("jax", "numpy"), ("torch", "jax"), ("jax", "torch"))
+GPU_SEEN = ("torch", "jax")  # the adapters whose gpu_present() the GPU-host registry patches
+GPU_HOST_BAR_US = 0.3  # issue 35: a host value on a GPU host costs what it costs on a CPU host
+
+
+def gpu_host(values: dict[str, Any], repeat: int, target: float) -> list[dict[str, Any]]:
+    """Host values on a GPU host: ``to_framework`` on a registry whose torch and JAX adapters
+    say ``gpu_present()`` (patched: values of one type may then live on either, so the plan
+    is made per device) against one that sees no GPU, and the native call, interleaved;
+    per pair the paired overhead of each over the native call, and their difference."""
+    from dataclasses import replace
+
+    from interop.default import build
+
+    cpu, gpu = build(), build()
+    for name in GPU_SEEN:
+        gpu.add(replace(gpu.adapters[name], gpu_present=lambda: True))
+    rows = []
+    for src, tgt in GPU_HOST_PAIRS:
+        x = values[src]
+        native = candidates(src, tgt)[0]
+        env = dict(_env(x), cpu_host=cpu.convert, gpu_host=gpu.convert)
+        for reg in (cpu, gpu):  # the first calls make the plans and their fast forms
+            for _ in range(3):
+                reg.convert(x, tgt)
+        timers = {k: timer(stmt, env) for k, stmt in (
+            ("native", native), ("cpu_host", f"cpu_host(x, {tgt!r})"),
+            ("gpu_host", f"gpu_host(x, {tgt!r})"))}
+        number = calibrate(timers["native"], target)
+        got = interleaved(timers, number, repeat)
+        over = {k: summary([a - b for a, b in zip(got[k], got["native"])])
+                for k in ("cpu_host", "gpu_host")}
+        rows.append({"pair": f"{src}->{tgt}", "native": native, "repeat": repeat,
+                     "native_us": summary(got["native"]),
+                     "cpu_host_us": summary(got["cpu_host"]),
+                     "gpu_host_us": summary(got["gpu_host"]),
+                     "cpu_host_overhead_us": over["cpu_host"],
+                     "gpu_host_overhead_us": over["gpu_host"],
+                     "gpu_over_cpu_us": summary([a - b for a, b in
+                                                 zip(got["gpu_host"], got["cpu_host"])])})
+    return rows
 
 
 def _control(row: dict[str, Any], x: Any) -> dict[str, Any]:

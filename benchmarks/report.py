@@ -16,6 +16,28 @@ OVERHEAD_BAR_US = 0.3
 native call's."""
 
 
+def gpu_host_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The dispatch table's GPU-host rows: host values where the frameworks see a GPU."""
+    if not rows:
+        return []
+    from .dispatch import GPU_HOST_BAR_US, GPU_SEEN
+
+    out = ["", "Host values on a GPU host: the same calls on a registry whose "
+           f"{' and '.join(GPU_SEEN)} adapters say `gpu_present()` (patched: their values "
+           "may then live on the host or a GPU, so the plan is chosen per value), against "
+           "one that sees no GPU and the native call, interleaved (paired medians, us).", "",
+           "| pair | native us | overhead, CPU host | overhead, GPU host | GPU host - CPU "
+           f"host [q1-q3] | <= {GPU_HOST_BAR_US} us |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        g = r["gpu_over_cpu_us"]
+        out.append(f"| {r['pair']} | {r['native_us']['median']:.2f} | "
+                   f"{r['cpu_host_overhead_us']['median']:+.2f} | "
+                   f"{r['gpu_host_overhead_us']['median']:+.2f} | "
+                   f"{g['median']:+.2f} [{g['q1']:+.2f}-{g['q3']:+.2f}] | "
+                   f"{'PASS' if g['median'] <= GPU_HOST_BAR_US else 'FAIL'} |")
+    return out
+
+
 def dispatch_bar(d: dict[str, Any]) -> dict[str, Any]:
     """The dispatch bar: the worst pair, then every pair over the bar and every pair within it,
     by paired median (the difference of the medians and the single passes beside it)."""
@@ -266,6 +288,7 @@ def markdown(results: dict[str, Any]) -> str:
                       f"({c['pair']}), timed against itself the same way, {c['repeat']} "
                       f"samples: {o['median']:+.2f} us paired [{o['q1']:+.2f}-{o['q3']:+.2f}], "
                       f"what the method reports when there is no overhead to find."]
+        lines += gpu_host_lines(d.get("gpu_host") or [])
     s = results.get("sizes")
     if s and "pairs" in s:
         lines += ["", "## 2. Size sweep (interop median us; memcpy = np.copyto of the same bytes)",

@@ -14,7 +14,7 @@ DOCS = [ROOT / "README.md"] + [ROOT / "docs" / f"{n}.md" for n in
                                 "nested", "troubleshooting", "dask", "architecture")]
 BLOCK = re.compile(r"(?P<before>[^\n]*)\n```python\n(?P<code>.*?)\n```", re.S)
 REQUIRES = re.compile(r"<!-- requires: (?P<name>[\w-]+) -->")
-OPTIONAL = ("tensorflow", "paddle", "dali")
+OPTIONAL = ("tensorflow", "paddle", "dali", "multidevice")
 
 
 def all_blocks(path: Path) -> list[tuple[int, str, str]]:

@@ -90,3 +90,24 @@ def jax_on_cpu() -> Iterator[Any]:
     cpu = jax.devices("cpu")[0]
     with jax.default_device(cpu):
         yield cpu
+
+
+def missing(module: str, install: str) -> str | None:
+    """Why ``module`` cannot be imported here (naming ``install``), or ``None``; imports
+    nothing (a module set to ``None`` in ``sys.modules`` counts as missing)."""
+    import importlib.util
+    import sys
+
+    if module in sys.modules:
+        found = sys.modules[module] is not None
+    else:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+    return None if found else f"{module} is not installed: {install}"
+
+
+RMM_MISSING = missing("rmm", "pip install rmm-cu13 (or rmm-cu12; the lent GPU image has "
+                             "neither: carry the wheels, see docs/gpu.md)")
+"""Why the pool's GPU tests cannot run here (``None``: RMM is there)."""

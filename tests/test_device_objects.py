@@ -56,10 +56,10 @@ def test_real_cpu_device_objects_convert_zero_copy(jax_cpu) -> None:
 
 @pytest.mark.parametrize("make, name", [
     (lambda: torch.device("cpu"), "cpu"),
-    (lambda: torch.device("cpu", 0), "cpu"),
+    (lambda: torch.device("cpu", 0), "cpu:0"),  # CPU device 0: the host, for one CPU
     (lambda: torch.device("cuda"), "cuda"),
     (lambda: torch.device("cuda", 1), "cuda:1"),
-    (lambda: jax.devices("cpu")[0], "cpu"),
+    (lambda: jax.devices("cpu")[0], "cpu:0"),
     (lambda: stand_in("jaxlib._jax", "Device", platform="gpu", id=5, local_hardware_id=1),
      "cuda:1"),  # this process's CUDA ordinal, not the id across processes
     (lambda: stand_in("numba.cuda.cudadrv.driver", "Device", id=2), "cuda:2"),

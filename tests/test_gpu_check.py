@@ -44,7 +44,7 @@ def test_without_a_gpu_the_check_says_so_in_one_line_and_exits_0(tmp_path, smi):
     r = _run_script(tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
-        "gpu-check: no CUDA GPU on this machine (nvidia-smi lists none); nothing to check"]
+        "gpu-check: no CUDA device on this machine (nvidia-smi lists no GPU); nothing to check"]
     assert r.stderr == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == (["nvidia-smi"] if smi is not None
                                                           else [])
@@ -176,36 +176,152 @@ def test_write_and_table_commands(tmp_path, logs):
     assert "Verified on GPU: probed on Stand-in GPU" in md.read_text()
 
 
-def test_on_a_gpu_host_the_cells_come_first_and_a_failed_probe_records_nothing(tmp_path):
-    """The script's steps on a GPU host, with named stand-ins for ``nvidia-smi`` (one GPU)
-    and for Python (records each call; the table probe fails): the GPU cells are probed
-    first, then the gpu-marked tests, then the rest, each under a time limit; a failed probe
-    leaves the recorded cells alone and the report is not handed stale cells."""
+def _stand_ins(tmp_path: Path, steps: str = "exit 0") -> tuple[Path, Path]:
+    """Named stand-ins on a GPU host: ``nvidia-smi`` listing one GPU, and a Python that
+    records every call, hands the report writer (``scripts/gpu_report.py``) to the real
+    interpreter, answers ``versions`` with nothing, and runs ``steps`` (shell) for the rest."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls.txt"
     (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: Stand-in GPU (UUID: x)'\n")
     (bin_dir / "python-standin").write_text(
-        f"#!/bin/sh\necho \"$*\" >> {calls}\n"
-        "case \"$*\" in *--save-gpu*) exit 1 ;; esac\nexit 0\n")
+        f"#!/bin/bash\necho \"$*\" >> {calls}\n"
+        "case \"$*\" in *gpu_report.py\\ versions*) echo '{}'; exit 0 ;; esac\n"
+        f"case \"$1\" in scripts/gpu_report.py) exec {sys.executable} \"$@\" ;; esac\n"
+        f"case \"$*\" in *find_spec*) exec {sys.executable} \"$@\" ;; esac\n"
+        f"{steps}\n")
     for f in bin_dir.iterdir():
         f.chmod(f.stat().st_mode | stat.S_IEXEC)
-    cells = ROOT / "docs" / "gpu-cells.json"
-    before = cells.read_bytes() if cells.exists() else None
+    return bin_dir, calls
+
+
+def _env(bin_dir: Path, out: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "PYTHON": str(bin_dir / "python-standin"), "OUT": str(out), "WRITE_DOCS": "0",
+            "TMPDIR": str(out.parent), **extra}
+
+
+def _steps(out: Path) -> list[dict]:
+    return json.loads((out / "gpu-check.json").read_text())["steps"]
+
+
+def test_on_a_gpu_host_the_cells_come_first_and_a_failed_probe_records_nothing(tmp_path):
+    """The script's steps on a GPU host, with the stand-ins (the table probe fails): the GPU
+    cells are probed first, then the gpu-marked tests, the shared pool, the core suite, each
+    under a time limit; a failed probe leaves the recorded cells alone and the report is not
+    handed stale cells."""
+    bin_dir, calls = _stand_ins(tmp_path, 'case "$*" in *--save-gpu*) exit 1 ;; esac\nexit 0')
+    tracked = [ROOT / "docs" / "gpu-cells.json", ROOT / "docs" / "gpu-report.md",
+               ROOT / "conversion_table.md"]
+    before = [p.read_bytes() if p.exists() else None for p in tracked]
     out = tmp_path / "out"
-    r = subprocess.run(["/bin/bash", str(SCRIPT)], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
-                            "PYTHON": str(bin_dir / "python-standin"), "OUT": str(out),
-                            "STEP_LIMIT": "30"})
-    assert (cells.read_bytes() if cells.exists() else None) == before
-    steps = [line.split("\t")[0] for line in
-             (out / "gpu-check" / "steps.tsv").read_text().splitlines()]
-    assert steps[:3] == ["table", "gpu", "core"], steps
+    r = subprocess.run(["/bin/bash", str(SCRIPT)], capture_output=True, text=True, timeout=300,
+                       env=_env(bin_dir, out, STEP_LIMIT="30"))
+    assert [p.read_bytes() if p.exists() else None for p in tracked] == before
+    steps = [s["name"] for s in _steps(out)]
+    assert steps[:4] == ["table", "gpu", "pool", "core"], steps
     assert "table-section" not in steps
-    assert not (out / "gpu-check" / "gpu-cells.json").exists()
+    assert not (out / "gpu-cells.json").exists()
     pytest_calls = [c for c in calls.read_text().splitlines() if c.startswith("-m pytest")]
     assert all("--continue-on-collection-errors" in c for c in pytest_calls), pytest_calls
+    gpu_call, pool_call = pytest_calls[:2]
+    assert "--ignore=tests/test_mempool_gpu.py" in gpu_call
+    assert pool_call.endswith("-m gpu tests/test_mempool_gpu.py tests/test_mempool_auto.py")
+    assert "Not probed in this run" in (out / "gpu-report.md").read_text()
     assert r.returncode == 1  # the failed probe fails the check
+
+
+def test_a_dry_run_shows_the_deadline_the_order_a_report_per_step_and_few_files(tmp_path):
+    """``DRY_RUN=1`` with a stand-in ``nvidia-smi`` (and the real Python): the deadline, the
+    steps in order of value with their budgets, the report rewritten after each, and at most
+    8 files for the output folder; nothing written into the tree."""
+    bin_dir, _ = _stand_ins(tmp_path)
+    out = tmp_path / "out"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(out),
+           "DRY_RUN": "1", "DEADLINE": "300", "PYTHON": sys.executable,
+           "TMPDIR": str(tmp_path)}
+    tracked = [ROOT / "docs" / "gpu-report.md", ROOT / "conversion_table.md"]
+    before = [p.read_bytes() if p.exists() else None for p in tracked]
+    r = subprocess.run(["/bin/bash", str(SCRIPT)], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [p.read_bytes() if p.exists() else None for p in tracked] == before
+    lines = r.stdout.splitlines()
+    assert "deadline 300s, at most 540s a step" in lines[0]
+    started = [ln.split()[1] for ln in lines if ln.startswith("== ") and "(at most" in ln]
+    suites = [fw for fw in ("tensorflow", "paddle") if fw in started]  # where installed
+    assert started == ["table", "gpu", "pool", "core", *suites, "benchmarks"], started
+    rewritten = [ln.split("after ")[1].split()[0] for ln in lines if "report rewritten" in ln]
+    assert rewritten == ["versions", *started, "end"]
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["gpu-check-logs.tar.gz", "gpu-check.json", "gpu-report.md"]
+    assert len(files) <= 8 and all(p.is_file() for p in out.iterdir())
+    facts = json.loads((out / "gpu-check.json").read_text())
+    assert facts["deadline_s"] == "300" and [s["name"] for s in facts["steps"]][:4] == [
+        "table", "gpu", "pool", "core"]
+    assert "- Deadline: 300 s for the whole check" in (out / "gpu-report.md").read_text()
+    assert not list(tmp_path.glob("gpu-check.*"))  # the log folder is gone, archived
+
+
+def test_steps_picks_the_steps_a_second_check_runs(tmp_path):
+    """``STEPS=core,benchmarks``: the other steps are reported "not run", not started."""
+    bin_dir, calls = _stand_ins(tmp_path)
+    out = tmp_path / "out"
+    subprocess.run(["/bin/bash", str(SCRIPT)], capture_output=True, text=True, timeout=300,
+                   env=_env(bin_dir, out, STEPS="core,benchmarks"))
+    steps = {s["name"]: s for s in _steps(out)}
+    assert [n for n, s in steps.items() if s["rc"] == 0] == ["core", "benchmarks"]
+    assert steps["gpu"]["command"] == "not run: not in STEPS=core,benchmarks"
+    started = [c.split()[1] for c in calls.read_text().splitlines() if c.startswith("-m ")]
+    assert [m for m in started if m != "pip"] == ["pytest", "benchmarks"], started  # pip: .whl/
+
+
+def test_the_deadline_bounds_the_check_and_a_kill_leaves_a_report(tmp_path):
+    """Each step takes 4 s (a stand-in pytest); with ``DEADLINE=50`` (15 s kept for the last
+    report, steps under 20 s not started) the later steps are reported "not run" and the
+    check ends in time; a check killed after its first report still leaves one."""
+    bin_dir, _ = _stand_ins(tmp_path, "sleep 4; exit 0")
+    out = tmp_path / "out"
+    r = subprocess.run(["/bin/bash", str(SCRIPT)], capture_output=True, text=True, timeout=300,
+                       env=_env(bin_dir, out, DEADLINE="50"))
+    steps = _steps(out)
+    ran = [s["name"] for s in steps if s["rc"] == 0]
+    not_run = [s["name"] for s in steps if s["command"].startswith("not run: deadline")]
+    assert ran and not_run and ran + not_run == [
+        s["name"] for s in steps if s["command"] != "not installed"], steps
+    assert ran[0] == "table" and not_run[-1] == "benchmarks"
+    assert "| benchmarks | - | not run: deadline" in (out / "gpu-report.md").read_text()
+    assert r.returncode == 0  # what ran passed
+    killed = tmp_path / "killed"
+    p = subprocess.Popen(["/bin/bash", str(SCRIPT)], stdout=subprocess.PIPE, text=True,
+                         env=_env(bin_dir, killed, DEADLINE="300"), start_new_session=True)
+    for line in p.stdout:
+        if "report rewritten after table" in line:
+            os.killpg(p.pid, 9)
+            break
+    p.wait(timeout=60)
+    assert "| gpu | not run |" in (killed / "gpu-report.md").read_text()
+    assert (killed / "gpu-check-logs.tar.gz").exists()
+
+
+def test_wheels_are_installed_offline_before_anything_else(tmp_path):
+    """A folder of wheels (the lent image lacks optree and RMM) is installed first, with
+    pip offline (``--no-index``), into a folder put on every later step's PYTHONPATH."""
+    bin_dir, calls = _stand_ins(tmp_path, 'echo "PYTHONPATH=$PYTHONPATH" >> '
+                                f'{tmp_path / "paths.txt"}; exit 0')
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "optree-0.0-py3-none-any.whl").write_text("")
+    out = tmp_path / "out"
+    subprocess.run(["/bin/bash", str(SCRIPT), str(wheels)], capture_output=True, text=True,
+                   timeout=300, env=_env(bin_dir, out, SKIP_BENCHMARKS="1"))
+    first = calls.read_text().splitlines()[0]
+    assert first.startswith("-m pip install -q --no-index --no-deps") and str(wheels) in first
+    site = first.split("--target ")[1].split()[0]
+    paths = (tmp_path / "paths.txt").read_text().splitlines()[1:]  # after pip's own call
+    assert paths and all(p.endswith(":" + site) for p in paths)
+    steps = {s["name"]: s for s in _steps(out)}
+    assert steps["benchmarks"]["command"] == "not run: SKIP_BENCHMARKS=1"
 
 
 @pytest.mark.parametrize("name", ["NVIDIA H100 80GB HBM3", b"NVIDIA H100 80GB HBM3"])

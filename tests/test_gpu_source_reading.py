@@ -143,7 +143,7 @@ def test_cai_stream_makes_torch_wait(monkeypatch):
     waits = []
 
     class External:
-        def __init__(self, ptr):
+        def __init__(self, ptr, device=None):
             self.ptr, self.device = ptr, "cuda:0"
 
     class Current:
@@ -152,7 +152,7 @@ def test_cai_stream_makes_torch_wait(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "ExternalStream", External)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: Current())
-    monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: "t")
+    monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: types.SimpleNamespace(device=None))
     torch_._from_cai(OnStream())
     assert waits == [0x1234]
     monkeypatch.setenv("CUPY_CUDA_ARRAY_INTERFACE_SYNC", "0")

@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from machine import RMM_MISSING
 from mempool.envconfig import config_from_env
 from mempool.errors import ConfigError
 
@@ -84,7 +85,7 @@ def test_auto_with_a_typo_fails_loudly() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.gpu
+@pytest.mark.skipif(RMM_MISSING is not None, reason=str(RMM_MISSING))
 def test_auto_with_device_creates_the_pool() -> None:
     result = _run(
         """

@@ -14,7 +14,10 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+from machine import RMM_MISSING
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(RMM_MISSING is not None, reason=str(RMM_MISSING))]
 
 MiB = 1 << 20
 
@@ -311,7 +314,7 @@ def test_torch_jax_cupy_numba_reuse_one_default_pool() -> None:
         import gc, json
         import mempool
         from mempool.device import device_memory
-        pool = mempool.use_rmm_pool(backend="async", devices=[0])  # before any framework starts
+        pool = mempool.use_rmm_pool("256MiB", backend="async", devices=[0])  # before any starts
         import torch
         if not torch.cuda.is_available():
             print(json.dumps({"skip": "this torch has no CUDA"})); raise SystemExit
@@ -351,9 +354,44 @@ def test_torch_jax_cupy_numba_reuse_one_default_pool() -> None:
     for stage in ("jax", "cupy", "numba"):
         assert out[stage]["pool_bytes"] <= reserved + slack, stage
     assert out["numba_freed"]["pool_peak_bytes"] < 2 * N
-    # One release threshold: mempool's "keep everything"; XLA wrote the whole device (its
-    # fraction 1.0), which keeps everything as well.
-    assert out["numba_freed"]["release_threshold"] >= out["total"]
+    # One release threshold, written last by XLA when JAX started after torch: its fraction
+    # of the device, which mempool made the pool's initial size (issue 35, item 1).
+    assert out["numba_freed"]["release_threshold"] >= 255 * MiB
+    assert out["numba_freed"]["release_threshold_by"].startswith("XLA"), out["numba_freed"]
+
+
+def test_jax_then_torch_then_cupy_keep_the_shared_pool_usable() -> None:
+    """Issue 35, item 1, the other order: JAX starts first (XLA writes its threshold, the
+    pool's initial size), then torch (it writes "keep everything"), then CuPy grows the pool
+    by 1 GiB, past both; the primed size stays in the pool after a synchronisation."""
+    out = _run(
+        """
+        import json
+        import mempool
+        pool = mempool.use_rmm_pool("256MiB", backend="async", devices=[0])
+        import jax, jax.numpy as jnp
+        if jax.devices()[0].platform == "cpu":
+            print(json.dumps({"skip": "this JAX has no GPU"})); raise SystemExit
+        j = jnp.ones((1 << 20,), jnp.uint8).block_until_ready()
+        r = {"jax": pool.statistics()[0]}
+        import torch
+        t = torch.ones(1 << 20, device="cuda"); torch.cuda.synchronize()
+        r["torch"] = pool.statistics()[0]
+        import cupy
+        c = cupy.ones(1 << 30, dtype=cupy.uint8); cupy.cuda.Device().synchronize()
+        r["cupy_sum"] = int(c[:4096].sum()); del c
+        cupy.cuda.Device().synchronize()
+        r["end"] = pool.statistics()[0]
+        r["routed"] = sorted(mempool.status().routed())
+        print(json.dumps(r))
+        """
+    )
+    assert out["jax"]["release_threshold"] >= 255 * MiB
+    assert out["jax"]["release_threshold_by"].startswith("XLA"), out["jax"]
+    assert out["torch"]["release_threshold_by"].startswith("mempool, or PyTorch"), out["torch"]
+    assert out["cupy_sum"] == 4096
+    assert out["end"]["pool_bytes"] >= 255 * MiB
+    assert {"cupy", "torch", "jax"} <= set(out["routed"])
 
 
 _COST = """

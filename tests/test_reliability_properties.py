@@ -943,15 +943,16 @@ def _wrong_case(x: np.ndarray, tgt: str, copy: Any, device: Any, kept: Any) -> N
 # ---- the slow profile: a fresh seed, in a child process ---------------------------------------
 
 def search(test: str, marker: str, examples: int = SLOW_EXAMPLES,
-           non_empty: float = 0.8) -> dict:
-    """Run ``test`` (every pair) in a child pytest with a fresh seed; fail with the seed."""
+           non_empty: float = 0.8, path: str = __file__) -> dict:
+    """Run ``test`` (every pair) of the test file ``path`` in a child pytest with a fresh
+    seed; fail with the seed."""
     chosen = int(os.environ.get("RELIABILITY_SEED") or random.SystemRandom().randrange(2**32))
     with tempfile.TemporaryDirectory() as tmp:
         stats = Path(tmp) / "stats.jsonl"
         env = dict(os.environ, RELIABILITY_SEED=str(chosen), RELIABILITY_EXAMPLES=str(examples),
                    RELIABILITY_STATS=str(stats))
         r = subprocess.run(
-            [sys.executable, "-m", "pytest", __file__, "-q", "-x", "-p", "no:cacheprovider",
+            [sys.executable, "-m", "pytest", path, "-q", "-x", "-p", "no:cacheprovider",
              "-W", "ignore::UserWarning", "-m", marker, "-k", test],
             capture_output=True, text=True, env=env, timeout=1800,
             cwd=Path(__file__).resolve().parents[1])
@@ -965,7 +966,7 @@ def search(test: str, marker: str, examples: int = SLOW_EXAMPLES,
     print(f"random search {test}: {counts}")
     assert r.returncode == 0, (
         f"the random search failed (seed {chosen}; replay with RELIABILITY_SEED={chosen} "
-        f"RELIABILITY_EXAMPLES={examples} pytest {__file__} -m '{marker}' -k {test}); "
+        f"RELIABILITY_EXAMPLES={examples} pytest {path} -m '{marker}' -k {test}); "
         f"exit {r.returncode}:\n{r.stdout[-6000:]}\n{r.stderr[-3000:]}")
     assert counts["cases"] and counts["non_empty"] >= non_empty * counts["cases"], counts
     return counts

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .adapters.base import ArrayAdapter, Edge, StructureAdapter, fixed, installed
 from .default import REGISTRY
+from .devices import same_memory
 from .errors import InteropError
 
 if TYPE_CHECKING:
@@ -17,18 +18,18 @@ to_framework = REGISTRY.convert
 to_framework.__module__ = __name__
 
 
-def explain(x: Any, target: str, *, device: Any = None,
-            copy: bool | None = None, **options: Any) -> Plan:
+def explain(x: Any, target: str, *, device: Any = None, copy: bool | None = None,
+            stream: Any = None, **options: Any) -> Plan:
     """The plan ``to_framework(x, target, ...)`` would follow: steps, zero-copy, reasons."""
-    return REGISTRY.explain(x, target, device, copy, options)
+    return REGISTRY.explain(x, target, device, copy, options, stream)
 
 
-def can_convert(x: Any, target: str, *, device: Any = None,
-                copy: bool | None = None, **options: Any) -> bool:
+def can_convert(x: Any, target: str, *, device: Any = None, copy: bool | None = None,
+                stream: Any = None, **options: Any) -> bool:
     """Whether ``to_framework(x, target, ...)`` would succeed; converts nothing (where the plan
     copies, the value is read to host NumPy as the copy would read it, to judge what follows)."""
     try:
-        return explain(x, target, device=device, copy=copy, **options).supported
+        return explain(x, target, device=device, copy=copy, stream=stream, **options).supported
     except InteropError:
         return False
 
@@ -36,8 +37,10 @@ def can_convert(x: Any, target: str, *, device: Any = None,
 def shares_memory(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` (of any frameworks) overlap in memory on the same device; a
     value of several chunks, of several buffers (an Arrow validity bitmap, offsets and
-    values), or a structure, overlaps where any of its buffers or array leaves does."""
-    return any(va.device == vb.device and _overlap(va.extent(), vb.extent())
+    values), a JAX array sharded or replicated over several devices (each shard's buffer), or
+    a structure, overlaps where any of its buffers or array leaves does. Every CPU device
+    (JAX can run several) addresses the one host memory."""
+    return any(same_memory(va.device, vb.device) and _overlap(va.extent(), vb.extent())
                for va in _views(a) for vb in _views(b))
 
 
@@ -70,7 +73,7 @@ def _views(x: Any) -> list:
         return []
     try:
         return [adapter.view(x)]
-    except Exception:  # a value with no single buffer (sharded) shares none
+    except Exception:  # a value with no buffer interop can read shares none
         return []
 
 

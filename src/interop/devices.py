@@ -17,18 +17,19 @@ from .errors import DeviceError
 NO_CUDA = "this machine has no CUDA device (none visible to CuPy or torch)"
 
 
-DEVICE_FORMS = ("'cpu', 'cuda', 'cuda:N' (N the device index), or a framework's device object: "
-                "torch.device, a JAX Device (jax.devices()[i]), cupy.cuda.Device, a Numba CUDA "
-                "device")
+DEVICE_FORMS = ("'cpu', 'cuda', 'cuda:N' (N the device index), 'cpu:N' (the CPU device N of a "
+                "framework with several: JAX), or a framework's device object: torch.device, a "
+                "JAX Device (jax.devices()[i]), cupy.cuda.Device, a Numba CUDA device")
 
 
 def device_name(device: Any) -> str:
     """``device=`` as a string: a string as given; a framework's own device object as the
-    string of the same meaning, ``"cpu"`` or ``"cuda:N"`` (``"cuda"`` for torch's index-less
-    CUDA device: the current one). Objects are recognised by their type's module and their
-    attributes, importing nothing: ``torch.device`` (``.type``, ``.index``), a JAX ``Device``
-    (``.platform``, ``.local_hardware_id`` or ``.id``), ``cupy.cuda.Device`` and a Numba CUDA
-    device (``.id``). A :class:`DeviceError` naming the accepted forms otherwise."""
+    string of the same meaning, ``"cpu"``, ``"cpu:N"`` (a JAX CPU device: JAX can run several)
+    or ``"cuda:N"`` (``"cuda"`` for torch's index-less CUDA device: the current one). Objects
+    are recognised by their type's module and their attributes, importing nothing:
+    ``torch.device`` (``.type``, ``.index``), a JAX ``Device`` (``.platform``,
+    ``.local_hardware_id`` or ``.id``), ``cupy.cuda.Device`` and a Numba CUDA device (``.id``).
+    A :class:`DeviceError` naming the accepted forms otherwise."""
     if isinstance(device, str):
         return device
     cls = type(device)
@@ -46,7 +47,7 @@ def device_name(device: Any) -> str:
         raise DeviceError(f"device={device!r} (a {cls.__module__}.{cls.__qualname__}) is not a "
                           f"device interop knows; pass {DEVICE_FORMS}")
     if kind == "cpu":
-        return "cpu"
+        return "cpu" if index is None else f"cpu:{int(index)}"
     if kind == "cuda":
         return "cuda" if index is None else f"cuda:{int(index)}"
     raise DeviceError(f"device={device!r} is a {kind!r} device; interop moves data between "
@@ -65,6 +66,28 @@ def parse_device(device: Any) -> tuple[str, int | None]:
         hint = did_you_mean(kind, ("cpu", "cuda"), DEVICE_SYNONYMS)
         raise DeviceError(f"unknown device {device!r}{hint}; known: {DEVICE_FORMS}")
     return kind, int(index) if index else None
+
+
+def same_memory(a: tuple[str, int], b: tuple[str, int]) -> bool:
+    """Whether two devices (``(kind, index)``) address one memory: the same CUDA device, or
+    any two CPU devices (a framework's several CPU devices, JAX's, all hold host memory)."""
+    return a == b or (a[0] == "cpu" and b[0] == "cpu")
+
+
+def cpu_index(index: int | None, count: int, target: str, device: Any) -> int | None:
+    """What ``device="cpu:N"`` names on ``target``, a framework of ``count`` CPU devices: the
+    index of one of them, or ``None`` (the host) where it has one (``cpu:0`` is then
+    ``cpu``). A :class:`DeviceError` where it has no CPU device ``N``."""
+    if index is None or (count == 1 and index == 0):
+        return None
+    if index >= count:
+        have = "one CPU device (cpu:0, the host)" if count == 1 else f"{count} CPU devices"
+        raise DeviceError(f"device={device!r} names CPU device {index}, but {target} has "
+                          f"{have}; pass device='cpu'" + (
+                              " (a CPU index names a device of a framework with several, "
+                              "such as JAX with XLA_FLAGS=--xla_force_host_platform_device_"
+                              "count=N)" if count == 1 else f" or 'cpu:0' to 'cpu:{count - 1}'"))
+    return index
 
 
 def count_cuda_devices() -> int:

@@ -15,9 +15,12 @@ from .route import COMPOSITE, STRUCTURE, decide
 
 
 def explain(reg: Any, x: Any, target: str, device: Any = None,
-            copy: bool | None = None, options: dict[str, Any] | None = None) -> Plan:
-    """The plan for this value: steps, zero-copy or not, reasons and hazards."""
-    route = decide(reg, x, target, device, copy, None, options)
+            copy: bool | None = None, options: dict[str, Any] | None = None,
+            stream: Any = None) -> Plan:
+    """The plan for this value: steps, zero-copy or not, reasons and hazards; with a
+    ``stream``, the steps whose consumer orders the import on a stream of its own say so."""
+    route = decide(reg, x, target, device, copy, stream, options)
+    stream = route.stream
     src, tgt, adapter = route.source, route.target, route.adapter
     if route.failure is not None:
         what, why = route.failure
@@ -68,6 +71,9 @@ def explain(reg: Any, x: Any, target: str, device: Any = None,
                 else e.convert(v)
     if not edges:
         steps.append(Step(src, tgt, "identity"))
+    if stream is not None:
+        reasons.extend(f"stream={stream}: {why}" for why in dict.fromkeys(
+            reg.runner.own_stream(e) for e in edges) if why)
     return Plan(src, tgt, tuple(steps), zero_copy, tuple(reasons),
                 tuple(hazards) if zero_copy else ())  # a copy shares nothing
 
@@ -88,7 +94,8 @@ def _move_plan(src: str, tgt: str, have: tuple[str, int], move: tuple[str, int |
                                               "this machine",), supported=False,
                         error="device")
         step = Step(src, tgt, f"copy to {move[0]}:{move[1]}", True)
-        why = f"device={device!r} moves the data from {have[0]}:{have[1]}"
+        held = f"{have[0]}:{have[1]}" if have[1] is not None else f"several {have[0]} devices"
+        why = f"device={device!r} moves the data from {held}"
     return Plan(src, tgt, (step,), False, (why,), supported=copy is not False,
                 error=None if copy is not False else "zero-copy")
 
@@ -115,8 +122,11 @@ def _copy_plan(reg: Any, at: str, tgt: str, reasons: list[str], hazards: list[st
         if narrow[1] not in reasons:
             reasons = [*reasons, narrow[1]]
     steps.append(Step(hub, hub, fresh, copies=True))
-    for e in reg.routes.route(hub, tgt, device) or []:
-        steps.append(Step(e.source, e.target, e.via))
+    if at == tgt and device == "cpu" and reg.adapters[tgt].place is not None:
+        steps.append(Step(hub, tgt, "onto the source's devices (its device or sharding)"))
+    else:
+        for e in reg.routes.route(hub, tgt, device) or []:
+            steps.append(Step(e.source, e.target, e.via))
     return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
 

@@ -148,7 +148,7 @@ class Registry:
                 def keep(fn: Convert) -> None:
                     self.cache.keep(tp, target, tgt, device, copy, fn)
 
-                fn = self.runner.plan(route, copy, stream, tp, keep if kept else None)
+                fn = self.runner.plan(route, copy, tp, keep if kept else None)
             if kept:
                 self.cache.keep(type(x), target, tgt, device, copy, fn)
             return fn
@@ -178,13 +178,13 @@ class Registry:
                 if isinstance(a, CompositeAdapter) and a.options}
 
     def explain(self, x: Any, target: str, device: Any = None, copy: bool | None = None,
-                options: dict[str, Any] | None = None) -> Plan:
+                options: dict[str, Any] | None = None, stream: Any = None) -> Plan:
         """The plan for this value: steps, zero-copy or not, reasons and hazards."""
         from .explanation import explain  # loaded by the first explain, not by a first call
 
         if device is not None:
             device = device_name(device)
-        return explain(self, x, target, device, copy, options)
+        return explain(self, x, target, device, copy, options, stream)
 
 
 def _converter(reg: Registry) -> Callable[..., Any]:

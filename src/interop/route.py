@@ -20,6 +20,7 @@ from .errors import (
     InteropError,
     UnsupportedConversionError,
 )
+from .protocols import dlpack
 from .record import record
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class Route:
     """Where the data lives is read per value (the plan dispatches on it: :meth:`on`)."""
     device: Any = None
     """The ``device=`` asked for (a string)."""
+    stream: int | None = None
+    """The DLPack stream number of the ``stream=`` asked for (:func:`stream_number`)."""
     routes: Routes | None = None
     target_adapter: Any = None
     """The target framework's adapter (for :meth:`on`)."""
@@ -109,15 +112,24 @@ def decide(reg: Any, x: Any, target: str, device: Any = None, copy: bool | None 
     assert isinstance(adapter, ArrayAdapter)
     have = adapter.device(x)
     move, edges = _array_way(reg.routes, adapter, have, target_adapter, device)
-    if stream is not None and have[0] == "cpu":
-        raise InteropError(
-            f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
-            "work only; pass stream=None for CPU data")
+    number = stream_number(src, have[0], stream)
     per_value = stream is None and (device is not None or move is not None
                                     or adapter.gpu_present())
     return Route(src, tgt, MOVE if move is not None else EDGES, adapter, have=have, move=move,
-                 edges=edges, per_value=per_value, device=device, routes=reg.routes,
-                 target_adapter=target_adapter)
+                 edges=edges, per_value=per_value, device=device, stream=number,
+                 routes=reg.routes, target_adapter=target_adapter)
+
+
+def stream_number(src: str, where: str, stream: Any) -> int | None:
+    """The DLPack stream number for ``stream=`` on a ``src`` value living on ``where``
+    (``None`` without one); an :class:`InteropError` for a CPU value, which no stream orders."""
+    if stream is None:
+        return None
+    if where == "cpu":
+        raise InteropError(
+            f"stream={stream!r} was given for a CPU {src} value: streams order GPU "
+            "work only; pass stream=None for CPU data")
+    return dlpack.stream_argument(stream, dlpack.Device.CUDA)
 
 
 def _array_way(routes: Any, adapter: ArrayAdapter, have: tuple[str, int],
@@ -135,11 +147,17 @@ def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
                 device: Any) -> tuple[str, int | None] | None:
     """Where ``device=`` moves the data (``None``: it stays); raises when it cannot stay.
     Host data for a target that holds device memory only (CuPy, Numba, cuDF) goes to the
-    current CUDA device: ``("cuda", None)``."""
+    current CUDA device: ``("cuda", None)``. Every CPU device holds host memory: ``"cpu"``
+    keeps data on whichever it is, and ``"cpu:N"`` names the target's CPU device ``N``
+    (JAX can run several; for a framework of one, ``cpu:0`` is ``cpu``): data on another
+    is copied there."""
     if device is not None:
-        from .devices import parse_device  # loaded by the first device= given
+        from .devices import cpu_index, parse_device  # loaded by the first device= given
 
         kind, index = parse_device(device)
+        if kind == "cpu" and "cpu" in tgt.devices:
+            count = tgt.cpu_devices() if tgt.cpu_devices is not None else 1
+            index = cpu_index(index, count, tgt.name, device)
         if kind == have[0] and (index is None or index == have[1]):
             if tgt.devices == ("cuda",) and have[0] == "cpu":
                 raise DeviceError(

@@ -46,6 +46,10 @@ class Compiled:
         self.edges, self.run, self.fast = edges, run, fast
 
 
+HOST = ("cpu", 0)
+"""Where a host value lives, as :attr:`ArrayAdapter.device` says it."""
+
+
 class Runner:
     """Compiles routes of ``routes`` between the ``adapters`` and runs the copy route."""
 
@@ -91,11 +95,11 @@ class Runner:
 
         return Compiled(tuple(edges), checked[0], fast)
 
-    def plan(self, route: Route, copy: bool | None, stream: Any = None,
-             source_type: type | None = None,
+    def plan(self, route: Route, copy: bool | None, source_type: type | None = None,
              keep: Callable[[Convert], None] | None = None) -> Convert:
         """The plan of an array ``route`` (of ``EDGES`` or ``MOVE``): the move, a plan that
-        reads each value's device (:meth:`dispatch`), or the compiled route. ``keep``: where
+        reads each value's device (:meth:`dispatch`), or the compiled route (ordered on the
+        route's stream, where the call names one). ``keep``: where
         the plan is kept for values of ``source_type`` (the fast form is made, from the
         second value on, only then)."""
         if route.per_value:
@@ -103,8 +107,7 @@ class Runner:
         if route.move is not None:
             name, tgt, move = route.source, route.target, route.move
             return lambda x: self.move(name, x, tgt, move, copy)
-        if stream is not None:
-            stream = dlpack.stream_argument(stream, dlpack.Device.CUDA)
+        stream = route.stream  # the DLPack stream number (decide read stream=)
         route.raise_no_path()
         compiled = self.compile(route.source, route.target, copy, route.have[0], stream,
                                 source_type, route.edges)
@@ -121,18 +124,30 @@ class Runner:
         plans: dict[tuple[str, int], Convert] = {}
         device_of = route.adapter.device
 
-        def run(x: Any) -> Any:
-            have = device_of(x)
+        def plan(x: Any, have: tuple[str, int]) -> Any:
             fn = plans.get(have)
             if fn is None:
                 def keep(fn: Convert) -> None:
                     plans[have] = fn
 
-                fn = plans[have] = self.plan(route.on(have), copy, None, source_type,
+                fn = plans[have] = self.plan(route.on(have), copy, source_type,
                                              keep if source_type is not None else None)
             return fn(x)
 
-        return run
+        def run(x: Any) -> Any:
+            return plan(x, device_of(x))
+
+        on_host = route.adapter.on_host
+        if on_host is None or route.device is not None:  # device= reads each value's own
+            return run
+
+        def run_host_first(x: Any) -> Any:  # a host value costs one cheap test more
+            fn = plans.get(HOST)
+            if fn is not None and on_host(x):
+                return fn(x)
+            return run(x)
+
+        return run_host_first
 
     def _checked_step(self, e: Edge, call: Convert, then: Convert | None, tgt: str,
                       copy: bool | None, device: str, stream: int | None = None) -> Convert:
@@ -153,9 +168,19 @@ class Runner:
 
         return step
 
+    def own_stream(self, e: Edge) -> str:
+        """Why edge ``e``'s consumer takes no stream from the user and orders the import on
+        its own (:attr:`ConsumerRules.own_stream`), or ``""``."""
+        if e.protocol != DLPACK:
+            return ""
+        target = self.adapters[e.target]
+        rules = target.rules if e.device == "cpu" else target.gpu_rules
+        return rules.own_stream if rules is not None else ""
+
     def _with_stream(self, e: Edge, stream: Any) -> Edge:
         """The edge, ordered for the user's ``stream``: a DLPack export for it, or a CUDA Array
-        Interface import on it (the consumer waits for the producer's stream)."""
+        Interface import on it (the consumer waits for the producer's stream). A consumer
+        that orders the import on its own stream (:meth:`own_stream`) keeps the plain edge."""
         from dataclasses import replace
 
         if e.protocol == CAI:
@@ -166,15 +191,17 @@ class Runner:
                 return from_cai(export_cai(x), stream)
 
             return replace(e, converter=lambda: on_stream)
-        if e.protocol != DLPACK:
+        if e.protocol != DLPACK or self.own_stream(e):
             return e
-        export = self.adapters[e.source].export_dlpack
+        source = self.adapters[e.source]
+        export, order = source.export_dlpack, source.export_stream
         consume = self.adapters[e.target].from_dlpack
         target = self.adapters[e.target]
         legacy = not (target.rules if e.device == "cpu" else target.gpu_rules).versioned
 
         def convert(x: Any) -> Any:
-            cap = dlpack.export(export(x), stream=stream, versioned=not legacy)
+            on = stream if order is None else order(x, stream)
+            cap = dlpack.export(export(x), stream=on, versioned=not legacy)
             return consume(dlpack.CapsuleProducer(cap))
 
         return replace(e, converter=lambda: convert)
@@ -227,6 +254,9 @@ class Runner:
             except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
                 raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
             hub, arr = "numpy", fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
+            place = self.adapters[tgt].place
+            if src == tgt and place is not None:  # where the source is: its device, sharding
+                return place(arr, x)
         elif any(n == 0 for n in getattr(x, "shape", (1,))):
             # no bytes to move, and an empty device buffer may not export
             adapter = self.adapters[src]
@@ -289,8 +319,18 @@ class Runner:
             raise ZeroCopyError(f"copy=False, but moving {src} data to {to}{why} copies it")
         arr = self.adapters[src].to_numpy(x)
         if where[0] == "cpu":
-            return self.copy_route("numpy", arr, tgt) if copy else \
-                self.compile("numpy", tgt, None).run(arr)
+            place = self.adapters[tgt].place
+            if place is None:  # device data to the host of a framework of one CPU device
+                return self.copy_route("numpy", arr, tgt) if copy else \
+                    self.compile("numpy", tgt, None).run(arr)
+            narrow = self.narrowing(arr.dtype, tgt, warn=True)  # onto CPU device N
+            if self.adapters[src].device(x)[0] == "cpu":  # the source's own host memory
+                from .host import fresh_copy
+
+                arr = fresh_copy(arr, narrow)
+            elif narrow is not None:  # device data: already a host copy
+                arr = arr.astype(narrow)
+            return place(arr, where[1])
         from . import devices
 
         index = devices.current_cuda_device(tgt) if where[1] is None else where[1]

@@ -166,9 +166,12 @@ def use_rmm_pool(
     ``"async"``: every framework on the device's *default* CUDA pool, the stream-ordered
     pool of ``cudaMallocAsync``: PyTorch natively (``PYTORCH_CUDA_ALLOC_CONF=
     backend:cudaMallocAsync``, written before ``import torch``), JAX natively
-    (``XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async``), CuPy by ``MemoryAsyncPool("default")``,
-    Numba and cuDF through RMM's ``CudaAsyncViewMemoryResource`` of that pool; one release
-    threshold (keep everything), and ``status()`` reads reserved, in-use and peak bytes from
+    (``XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async``; with *initial_size* XLA preallocates that
+    much, so the release threshold it writes when it starts keeps it), CuPy by
+    ``cupy.cuda.malloc_async`` (a ``CUPY_GPU_MEMORY_LIMIT`` is refused),
+    Numba and cuDF through RMM's ``CudaAsyncViewMemoryResource`` of that pool; mempool writes
+    the pool's release threshold (keep everything), torch and XLA write theirs when they
+    start, and ``status()`` reads it, who wrote it, and reserved, in-use and peak bytes from
     the driver. Not with ``managed``, ``maximum`` or ``limit``.
     *jax_allocator*: with ``backend="pool"`` JAX is never routed; before JAX starts the pool
     sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` and, with ``"platform"`` or

@@ -3,12 +3,21 @@
 Every framework that allocates stream-ordered on its own draws from the device's *default*
 pool (``cudaDeviceGetDefaultMemPool``): PyTorch's ``backend:cudaMallocAsync``
 (``cudaMallocAsync`` from the device's current pool), XLA's ``cuda_async`` allocator
-(``cuMemAllocFromPoolAsync`` on the default pool), CuPy's ``MemoryAsyncPool("default")``,
-and RMM's ``CudaAsyncViewMemoryResource`` over the default pool's handle. So mempool
-creates no pool here: :func:`share` makes the default pool the device's current pool (the
-one ``cudaMallocAsync`` uses), :func:`settle` writes the pool's one release threshold
-(keep everything) and primes it, :func:`unshare` puts back what can be put back, and
+(``cuMemAllocFromPoolAsync`` on the default pool), CuPy's ``cupy.cuda.malloc_async``
+(``cudaMallocAsync`` from the device's current pool), and RMM's
+``CudaAsyncViewMemoryResource`` over the default pool's handle. So mempool creates no pool
+here: :func:`share` makes the default pool the device's current pool (the one
+``cudaMallocAsync`` uses), :func:`settle` writes the pool's release threshold (keep
+everything) and primes it, :func:`unshare` puts back what can be put back, and
 :func:`statistics` reads the driver's own counters, which count every framework at once.
+
+The release threshold is one attribute of the pool, and two frameworks write it when they
+start, after mempool did: PyTorch's ``cudaMallocAsync`` backend writes "keep everything" at
+its first allocation, and XLA's ``cuda_async`` allocator writes its memory fraction of the
+device *if it preallocates*, else 0 (``se_gpu_pjrt_client.cc``). So the JAX adapter lets XLA
+preallocate :func:`xla_fraction` of the device: XLA then primes the pool with the pool's
+initial size and keeps at least that much, whichever of the two starts last, and
+:func:`threshold_writer` says who wrote the value the pool runs with.
 """
 
 from __future__ import annotations
@@ -19,7 +28,8 @@ from typing import Any
 from .device import _error_text, _runtime
 from .errors import MempoolError
 
-__all__ = ["KEEP_EVERYTHING", "Shared", "settle", "share", "statistics", "unshare"]
+__all__ = ["KEEP_EVERYTHING", "Shared", "settle", "share", "statistics", "threshold_writer",
+           "unshare", "xla_fraction"]
 
 # The release threshold mempool writes, once: the pool keeps what it reserved across
 # synchronisations (the value PyTorch's cudaMallocAsync backend writes too).
@@ -73,9 +83,8 @@ def share(device: int) -> Shared:
 def settle(shared: Shared, initial: int | None) -> None:
     """Write the pool's release threshold (keep everything) and prime it with *initial* bytes.
 
-    Called once, after every framework is routed: CuPy's ``MemoryAsyncPool`` writes the
-    threshold when it is built (``CUPY_GPU_MEMORY_LIMIT``, else keep everything), so
-    mempool's write comes last.
+    Called once, after every framework is routed. A framework that starts later may write
+    the threshold again (see the module's doc and :func:`threshold_writer`).
     """
     runtime = _runtime()
     _set_threshold(runtime, shared.handle, KEEP_EVERYTHING)
@@ -118,3 +127,24 @@ def statistics(pool: Any) -> dict[str, int]:
         "peak": read(attr.cudaMemPoolAttrUsedMemHigh),
         "release_threshold": read(attr.cudaMemPoolAttrReleaseThreshold),
     }
+
+
+def xla_fraction(initial: int, total: int) -> str:
+    """The ``XLA_PYTHON_CLIENT_MEM_FRACTION`` that makes a preallocating XLA write *initial*
+    bytes as the release threshold of a device of *total* bytes (and prime that much)."""
+    return repr(initial / total)
+
+
+def threshold_writer(value: int, initial: int | None) -> str:
+    """Who wrote the release threshold *value*, judged by the values each writer writes:
+    mempool and PyTorch "keep everything", XLA its fraction of the device (the pool's
+    *initial* size, see :func:`xla_fraction`), or 0 when it does not preallocate."""
+    if value >= KEEP_EVERYTHING:
+        return "mempool, or PyTorch's cudaMallocAsync backend at its first allocation"
+    if initial and abs(value - initial) <= 1 << 20:
+        return ("XLA when JAX's GPU backend started (XLA_PYTHON_CLIENT_MEM_FRACTION x the "
+                "device's memory: the pool's initial size)")
+    if value == 0:
+        return ("XLA when JAX's GPU backend started without preallocation (or the driver's "
+                "default): pass initial_size= to keep that much across synchronisations")
+    return "another writer (CuPy's set_limit or CUPY_GPU_MEMORY_LIMIT, or the user)"

@@ -11,7 +11,7 @@ Per device, top to bottom, ``backend="pool"`` (the default)::
 
     CudaAsyncViewMemoryResource    over the device's *default* CUDA pool, the one PyTorch's
                                    cudaMallocAsync backend, XLA's cuda_async allocator and
-                                   CuPy's MemoryAsyncPool("default") allocate from natively;
+                                   CuPy's malloc_async allocate from natively;
                                    reserved, in use and peak bytes come from the driver's
                                    counters of that pool, read when asked (see asyncpool)
 
@@ -56,7 +56,8 @@ class Settings:
     def options(self) -> dict[str, dict[str, Any]]:
         """Per framework, the keyword arguments its adapter's ``check`` and ``install`` take
         (those it declares in ``OPTIONS``)."""
-        values = {"allocator": self.jax_allocator, "backend": self.backend}
+        values = {"allocator": self.jax_allocator, "backend": self.backend,
+                  "initial": dict(zip(self.devices, self.initial, strict=True))}
         return {name: {k: values[k] for k in adapters.load(name).OPTIONS}
                 for name in adapters.ADAPTERS}
 
@@ -200,10 +201,11 @@ def activate(settings: Settings) -> list[DeviceStack]:
 
 
 STATISTICS = ("pool_bytes", "pool_peak_bytes", "in_use_bytes", "peak_bytes",
-              "release_threshold", "allocations", "total_allocations", "total_bytes")
+              "release_threshold", "release_threshold_by", "allocations", "total_allocations",
+              "total_bytes")
 
 
-def _stats_of(stack: DeviceStack) -> dict[str, Any]:
+def _stats_of(stack: DeviceStack, initial: int | None = None) -> dict[str, Any]:
     """One device's statistics (keys: ``STATISTICS``; None where the backend has no such count)."""
     stats: dict[str, Any] = dict.fromkeys(STATISTICS)
     if stack.stats is None:  # backend="async": the driver's counters, every framework at once
@@ -211,7 +213,9 @@ def _stats_of(stack: DeviceStack) -> dict[str, Any]:
             held = asyncpool.statistics(stack.shared.handle)
             stats.update(pool_bytes=held["reserved"], pool_peak_bytes=held["reserved_peak"],
                          in_use_bytes=held["in_use"], peak_bytes=held["peak"],
-                         release_threshold=held["release_threshold"])
+                         release_threshold=held["release_threshold"],
+                         release_threshold_by=asyncpool.threshold_writer(
+                             held["release_threshold"], initial))
         return stats
     counts = stack.stats.allocation_counts
     stats.update(
@@ -264,7 +268,9 @@ class Pool:
 
     def statistics(self) -> dict[int, dict[str, Any]]:
         """Per device: pool size, bytes in use, peak bytes, live and total allocation counts."""
-        return {stack.device: _stats_of(stack) for stack in self.stacks}
+        initial = dict(zip(self.settings.devices, self.settings.initial, strict=True))
+        return {stack.device: _stats_of(stack, initial.get(stack.device))
+                for stack in self.stacks}
 
     def reinstall(self, chosen: Sequence[FrameworkAdapter]) -> None:
         """Re-open a pinned pool: route the frameworks again over the same resources."""

@@ -74,6 +74,8 @@ class StatusReport:
                     line += (", keeps everything it reserved" if threshold >= _KEEP_ALL
                              else f", releases what it holds above {format_size(threshold)} "
                                   "at each synchronisation")
+                    if s.get("release_threshold_by"):
+                        line += f" (written last by {s['release_threshold_by']})"
                 if s["allocations"] is not None:
                     line += (f", {s['allocations']} live allocations "
                              f"({s['total_allocations']} in total)")

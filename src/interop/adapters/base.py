@@ -85,6 +85,11 @@ class ArrayAdapter:
     (bit-packed booleans); ``None``: the view is all of it. :func:`interop.shares_memory`
     reads it."""
     device: Callable[[Any], tuple[str, int]] = field(default=_host)
+    on_host: Callable[[Any], bool] | None = None
+    """A cheap test that a value lives on the host, for a framework whose values of one type
+    live on host or GPU: on a GPU host a plan asks it per value before reading the device
+    (``device`` costs more), so host values keep their host plan's cost; ``None``: the
+    device is read."""
     to_numpy: Callable[[Any], Any] | None = None
     """Any value to a host NumPy array, copying if it must (the copy route's first half)."""
     export_dlpack: Callable[[Any], Any] | None = None
@@ -100,6 +105,11 @@ class ArrayAdapter:
     """What any zero-copy result of a value risks, whatever the consumer (DALI writes later
     batches into its output buffers): named on every DLPack and CUDA Array Interface edge
     out of this framework; its own edges name it themselves."""
+    export_stream: Callable[[Any, int], int] | None = None
+    """``(value, stream)``: orders a device value's export for a consumer on ``stream`` (a
+    DLPack stream number) where the framework's ``__dlpack__`` cannot (torch refuses the
+    per-thread default stream, and a tensor off the current device), and returns the stream
+    to pass instead (``-1`` once ordered); ``None``: ``__dlpack__`` orders it itself."""
     exports_versioned_only: bool = False
     hub: bool = False
     """Paths through this framework win ties (NumPy on the host, CuPy on a GPU)."""
@@ -123,6 +133,14 @@ class ArrayAdapter:
     its device, in this framework (cast to the dtype given); the GPU copy route's copy."""
     to_device: Callable[[Any, int], Any] | None = None
     """A host NumPy array copied onto CUDA device ``index`` as this framework's value."""
+    cpu_devices: Callable[[], int] | None = None
+    """How many CPU devices the framework has (JAX can run several); ``None``: one, the host.
+    ``device="cpu:N"`` names one of them (``interop.devices.cpu_index``)."""
+    place: Callable[[Any, Any], Any] | None = None
+    """``(host NumPy array, where)``: the array as this framework's value on CPU device
+    ``where`` (an int), or where a value ``where`` of this framework lives (its devices, its
+    sharding); it may alias the array, so callers hand it a fresh one. ``None``: the
+    framework has one CPU device and values go to it by its edges."""
     gpu_present: Callable[[], bool] = field(default=_no_gpu)
     """Whether this framework can see a GPU now (if not, its values are all on the host)."""
     edges: Callable[[], list[Edge]] = field(default=_no_edges)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from ..protocols import dlpack
@@ -28,6 +29,7 @@ from .base import (
     NeedsCopy,
     instance_test,
     memo,
+    memo_by,
     module,
     view_obstacle,
 )
@@ -70,6 +72,10 @@ RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=64, v
                       misaligned_why="copies it (XLA aliases 64-byte aligned buffers only)")
 GPU_RULES = ConsumerRules(negative_strides=False, c_contiguous=True, alignment=16,
                           accepts=_accepts, narrows=narrows, name="JAX on a GPU",
+                          own_stream=(
+                              "JAX cannot import on a user's stream: jax.dlpack.from_dlpack "
+                              "passes a stream of its own to __dlpack__, so the source's work "
+                              "is ordered before JAX's stream instead"),
                           misaligned_why="refuses it when it runs (XLA's GPU entry parameters "
                           "must be 16-byte aligned)")
 # From NumPy, a read-only array goes through a writable alias that only XLA holds: JAX never
@@ -80,19 +86,31 @@ _FROM_NUMPY = replace(RULES, versioned=True)
 _is_value = instance_test("jax", "Array")
 
 
-def _device(x: Any) -> tuple[str, int]:
-    dev = next(iter(x.devices()))
+def _device(x: Any) -> tuple[str, int | None]:
+    """``(kind, index)`` of the device holding the array; index ``None`` for an array
+    sharded or replicated over several (it is on no one of them: ``device="cpu:N"`` moves
+    it)."""
+    devs = x.devices()
+    dev = next(iter(devs))
     kind = "cuda" if dev.platform == "gpu" else dev.platform
-    return kind, dev.id
+    return kind, dev.id if len(devs) == 1 else None
 
 
 def view(x: Any) -> BufferView:
-    """The :class:`BufferView` of a single-device JAX array."""
+    """The :class:`BufferView` of a single-device JAX array (of one shard's array)."""
     dtype = x.dtype
     ts = dlpack.typestr_of(dtype)
     return BufferView(x.unsafe_buffer_pointer(), tuple(x.shape),
                       c_strides(tuple(x.shape), dtype.itemsize), dtype.itemsize, ts,
                       _device(x), True, x)
+
+
+def _buffers(x: Any) -> list[BufferView]:
+    """The view of each buffer of a JAX array: its one buffer, or each addressable shard's
+    (an array sharded or replicated over several devices)."""
+    if len(x.sharding.device_set) == 1:
+        return [view(x)]
+    return [view(s.data) for s in x.addressable_shards]
 
 
 def _array_types() -> tuple[type, ...]:
@@ -227,20 +245,69 @@ def _to_numpy(x: Any) -> Any:
     return np.asarray(x)
 
 
+def _gather() -> Any:
+    """``numpy.asarray`` of an array; a copy where that would view one replica only."""
+    np = module("numpy")
+    asarray, array, replica = np.asarray, np.array, _replica_view
+    single = module("jax").sharding.SingleDeviceSharding  # one test for most arrays
+
+    def gather(x: Any) -> Any:
+        sh = x.sharding
+        return asarray(x) if type(sh) is single or not replica(sh) else array(x)
+
+    return gather
+
+
 def _sharding_verdict(sh: Any) -> tuple[str, str] | None:
     devs = sh.device_set
     if len(devs) != 1:
-        return STEP_COPIES, "the array is sharded over several devices: gathering it copies"
+        return STEP_COPIES, ("the array is sharded or replicated over several devices: "
+                             "gathering it copies")
     if next(iter(devs)).platform != "cpu":
         return STEP_COPIES, "the array lives on a GPU; NumPy reads host memory"
     return None
 
 
 _sharding = memo(_sharding_verdict, 64)  # arrays share a few shardings
+_host_sharding = memo_by(attrgetter("sharding"),  # arrays share a few shardings
+                         lambda x: all(d.platform == "cpu" for d in x.sharding.device_set))
+
+
+def _on_host(x: Any) -> bool:
+    """Whether ``x`` lives on the host: its client's platform (jaxlib's ``ArrayImpl.platform``,
+    50 ns), else its sharding's devices."""
+    try:
+        return x.platform() == "cpu"
+    except AttributeError:  # a jaxlib without it
+        return _host_sharding(x)
+
+
+def _views_a_replica(sh: Any) -> bool:
+    """Whether ``numpy.asarray`` of an array of sharding ``sh`` views one replica's host
+    buffer (replicated over several CPU devices) instead of gathering a copy: then the
+    gather copies itself, as the plan says (a write through the result would change one
+    replica of an immutable array)."""
+    devs = sh.device_set
+    return len(devs) > 1 and sh.is_fully_replicated and all(d.platform == "cpu" for d in devs)
+
+
+_replica_view = memo(_views_a_replica, 64)
 
 
 def _to_numpy_check(x: Any) -> tuple[str, str] | None:
     return _sharding(x.sharding)
+
+
+def _cpu_devices() -> int:
+    return len(module("jax").devices("cpu"))
+
+
+def _place(arr: Any, where: Any) -> Any:
+    """Host array ``arr`` on JAX's CPU device ``where`` (an int), or where JAX array
+    ``where`` lives (its sharding: one device, or shards and replicas over several)."""
+    jax = module("jax")
+    to = jax.devices("cpu")[where] if isinstance(where, int) else where.sharding
+    return jax.device_put(arr, to, may_alias=True)
 
 
 def _gpu_present() -> bool:
@@ -264,7 +331,7 @@ def _edges() -> list[Edge]:
              hazard=_immutable_hazard,
              accepts=Accepts(lambda: (module("numpy").ndarray,), _numpy_accepts)),
         # the check's only verdict is STEP_COPIES (sharded, or on a GPU): numpy.asarray copies
-        Edge("jax", "numpy", "numpy.asarray (__array__)", lambda: module("numpy").asarray,
+        Edge("jax", "numpy", "numpy.asarray (__array__)", _gather,
              check=_to_numpy_check, accepts=Accepts(_array_types)),
     ]
 
@@ -280,7 +347,9 @@ ADAPTER = ArrayAdapter(
     holds_read_only=True,
     is_value=_is_value,
     view=view,
+    buffers=_buffers,
     device=_device,
+    on_host=_on_host,
     to_numpy=_to_numpy,
     export_dlpack=lambda x: x,
     export_check=export_check,
@@ -288,6 +357,8 @@ ADAPTER = ArrayAdapter(
     dlpack_call="jax.dlpack.from_dlpack",
     dlpack_hazard=_immutable_hazard,
     to_device=_to_device,
+    cpu_devices=_cpu_devices,
+    place=_place,
     gpu_present=_gpu_present,
     edges=_edges,
 )

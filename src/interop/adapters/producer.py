@@ -96,7 +96,7 @@ def _buffer_to_numpy(x: Any) -> Any:
         has_ai = hasattr(x, "__array_interface__")
     except Exception:
         has_ai = True
-    if has_ai:
+    if has_ai and not _numpy_scalar(x):  # NumPy reads its own scalars, of every dtype
         array_interface.validate(x)
     try:
         # a plain buffer (bytes, bytearray, array.array) is read through memoryview: NumPy

@@ -25,6 +25,10 @@ class ConsumerRules:
     why)`` (JAX with 64-bit types off), or ``None`` when it keeps the dtype. A narrowing is
     a ``NEEDS_COPY`` obstacle: the copy route casts, with a ``NarrowingWarning``."""
     name: str = ""
+    own_stream: str = ""
+    """Why the consumer orders an import after a stream of its own and takes none from the
+    user (JAX: its ``from_dlpack`` passes its own stream to ``__dlpack__``); ``""``: it
+    imports on the consumer's stream the user gives (``stream=``)."""
     negative_strides_why: str = ("cannot import them (handing them over could crash the "
                                  "interpreter)")
     """What the consumer does with negative strides (completes the copy reason)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import sys
 from functools import cache
 from typing import Any
@@ -134,7 +135,8 @@ def _from_cai(obj: Any, stream: int | None = None) -> Any:
     """A tensor over a CAI producer's memory, on the device that holds it (torch reads the
     pointer's device when none is given; naming one would copy, or mislabel, the data), after
     the producer's ``stream`` (CAI v3), which torch itself does not wait on: the consumer's
-    ``stream`` (a spec number; ``None``: torch's current stream) waits for it."""
+    ``stream`` (a spec number; ``None``: torch's current stream on that device; ``-1``: no
+    synchronisation) waits for it, both streams taken on the producer's device."""
     import torch
 
     from ..protocols import cai
@@ -143,21 +145,43 @@ def _from_cai(obj: Any, stream: int | None = None) -> Any:
     view = cai.validate(interface, who=type(obj).__name__)
     if view.readonly:
         obj = _Writable(dict(interface, data=(view.ptr, False)), obj)
+    t = torch.as_tensor(obj)
     produced = cai.stream_of(interface)
-    if produced is not None and not cai.sync_disabled():
-        consumer = torch.cuda.current_stream() if stream is None else _stream(torch, stream)
-        consumer.wait_stream(_stream(torch, produced))
-    return torch.as_tensor(obj)
+    if produced is not None and stream != -1 and not cai.sync_disabled():
+        consumer = (torch.cuda.current_stream(t.device) if stream is None
+                    else _stream(torch, stream, t.device))
+        consumer.wait_stream(_stream(torch, produced, t.device))
+    return t
 
 
-def _stream(torch: Any, n: int) -> Any:
-    """The torch stream for a stream the protocols number ``n``: 1 (legacy default) is
-    torch's default stream, as ``Tensor.__dlpack__`` maps it; 2 (the per-thread default,
-    whose handle ``cudaStreamPerThread`` is 2) and any ``cudaStream_t`` an external stream
-    (torch reads an even id as a raw handle, an odd one as a stream of its own)."""
+def _stream(torch: Any, n: int, device: Any = None) -> Any:
+    """The torch stream on ``device`` (``None``: the current one) for a stream the protocols
+    number ``n``: 1 (legacy default) is torch's default stream, as ``Tensor.__dlpack__`` maps
+    it; 2 (the per-thread default, whose handle ``cudaStreamPerThread`` is 2) and any
+    ``cudaStream_t`` an external stream (torch reads an even id as a raw handle, an odd one
+    as a stream of its own)."""
     if n == dlpack.STREAM_LEGACY:
-        return torch.cuda.default_stream()
-    return torch.cuda.ExternalStream(n)
+        return torch.cuda.default_stream(device)
+    return torch.cuda.ExternalStream(n, device=device)
+
+
+def _export_stream(t: Any, stream: int) -> int:
+    """What to pass to ``Tensor.__dlpack__`` for a consumer on ``stream``: ``stream`` itself,
+    or ``-1`` once ordered here where torch cannot: it refuses the per-thread default stream
+    (``BufferError``, torch 2.13), and takes the current device's streams for a tensor on
+    another one. Here the consumer's stream, on the tensor's device, waits for torch's
+    current stream there."""
+    if stream == -1 or t.device.type != "cuda":
+        return stream
+    import torch
+
+    if stream != dlpack.STREAM_PER_THREAD and t.device.index == torch.cuda.current_device():
+        return stream
+    producer = torch.cuda.current_stream(t.device)
+    consumer = _stream(torch, stream, t.device)
+    if consumer != producer:
+        consumer.wait_stream(producer)
+    return -1
 
 
 class _Streamed:
@@ -409,8 +433,10 @@ ADAPTER = ArrayAdapter(
     is_value=_is_value,
     view=view,
     device=_device,
+    on_host=operator.attrgetter("is_cpu"),
     to_numpy=_to_numpy,
     export_dlpack=_export,
+    export_stream=_export_stream,
     export_check=export_check,
     from_dlpack=_from_dlpack,
     dlpack_call="torch.from_dlpack",

@@ -1,9 +1,15 @@
-"""A structure's plan: made once per structure from its walk, as nested closures, one per
-node, each holding its node's keys and, per child, the child's type and its converter (an
-array leaf's own per-type plan from the registry, a nested node's closure, or nothing for a
-leaf kept as it is). Running it checks the value against the structure it was made for (node
-types, keys, leaf types) as it goes, and raises :class:`Mismatch` at the first difference,
-before returning anything: the caller then plans the value afresh.
+"""A structure's plan: made once per structure from its walk, as nested closures, two per
+node: a check and a run. The check holds the node's type and keys and, per child, the child's
+type (and a nested node's check); the run holds, per child, its converter (an array leaf's own
+per-type plan from the registry, a nested node's run, or nothing for a leaf kept as it is).
+The plan checks the whole value against the structure it was made for (node types, keys,
+leaf types) before it converts any leaf, and raises :class:`Mismatch` at the first
+difference: the caller then plans the value afresh, and no leaf was used (a DLPack capsule
+is consumed by its conversion).
+
+Keys match when they are the same key: equal, of the same type, and (for keys other than
+strings, ints, bools, bytes and ``None``) of the same ``repr``; ``{1: a}`` does not run the
+plan made for ``{True: a}``, which would give back the other dict's keys.
 
 An :class:`~interop.errors.InteropError` from a leaf is raised again, of the same class,
 naming the leaf's path (``['layers'][3]['w']``); nothing converted before it is returned.
@@ -40,9 +46,28 @@ def compile_tree(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
     """The closure converting values of the structure of ``tree``; ``leaf_plan`` gives each
     array leaf's converter; ``narrows``: the target may narrow dtypes, so each leaf's
     narrowing reasons are labelled with its path (:func:`interop.narrowing.gathered`)."""
-    types, fns, paths = [], [], []
+    check, run, whole = _compile(tree, leaf_plan, narrows)
+    if whole is not None:  # a node run by code made for its shape: checks, then converts
+        return whole
+
+    def convert(x: Any) -> Any:
+        check(x)  # the whole structure, before any leaf is converted
+        return run(x)
+
+    return convert
+
+
+Check = Callable[[Any], None]
+
+
+def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
+             narrows: bool) -> tuple[Check, Convert, Convert | None]:
+    """The check and the run of the node ``tree`` (see the module doc), and, for a node run
+    by code made for its shape, both in one function (``None`` otherwise)."""
+    types, fns, checks, paths = [], [], [], []
     for c in tree.children:
         paths.append(c.path if isinstance(c, Leaf) else None)
+        checks.append(None)
         if isinstance(c, Leaf):
             types.append(c.type)
             try:
@@ -55,23 +80,43 @@ def compile_tree(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
             fns.append(None)
         else:
             types.append(c.node.type)
-            fns.append(compile_tree(c, leaf_plan, narrows))
+            checks[-1], run, _ = _compile(c, leaf_plan, narrows)
+            fns.append(run)
     node = tree.node
+    ktypes, kreprs = key_facts(node.keys) if node.kind == DICT else ((), None)
     if node.kind != GENERIC and len(types) <= SMALL:
         shape = tuple("N" if isinstance(c, Tree) else "K" if isinstance(c, Kept) else "L"
                       for c in tree.children)
-        make = _MAKERS.get((node.kind, shape))
+        key = (node.kind, shape, kreprs is not None)
+        make = _MAKERS.get(key)
         if make is None:
-            make = _MAKERS[(node.kind, shape)] = _straight(node.kind, shape)
+            make = _MAKERS[key] = _straight(*key)
         rebuild = OrderedDict if node.type is OrderedDict else None
-        return make(node.type, len(types), node.keys, tuple(types), tuple(fns), tuple(paths),
-                    rebuild)
+        return make(node.type, len(types), node.keys, ktypes, kreprs, tuple(types), tuple(fns),
+                    tuple(checks), tuple(paths), rebuild)
+    children = _children_check(tuple(types), tuple(checks))
     if node.kind == DICT:
-        return _dict_run(node.type, node.keys, tuple(types), tuple(fns), paths)
-    seq = _sequence(tuple(types), tuple(fns), tuple(paths))
+        return (_dict_check(node.type, node.keys, ktypes, kreprs, children),
+                _dict_run(node.type, node.keys, tuple(fns), paths), None)
+    seq = _sequence(tuple(fns), tuple(paths))
     if node.kind == GENERIC:
-        return _generic_run(node.type, len(types), node.meta, node.flatten, node.unflatten, seq)
-    return _sequence_run(node.kind, node.type, len(types), seq)
+        return (*_generic_run(node.type, len(types), node.meta, node.flatten, node.unflatten,
+                              children, seq), None)
+    return (_sequence_check(node.type, len(types), children),
+            _sequence_run(node.kind, node.type, seq), None)
+
+
+_PLAIN_KEYS = (str, int, bool, bytes, type(None))
+"""Key types whose equal keys of one type are the same key (not so for floats: ``-0.0`` and
+``0.0``; nor for tuples: ``(1,)`` and ``(True,)``)."""
+
+
+def key_facts(keys: tuple) -> tuple[tuple, tuple | None]:
+    """What a dict's keys must match to be the same keys as ``keys`` (see the module doc),
+    besides equality: their types, and their reprs (``None`` where equality and type
+    decide)."""
+    types = tuple(map(type, keys))
+    return types, None if all(t in _PLAIN_KEYS for t in types) else tuple(map(repr, keys))
 
 
 SMALL = 16
@@ -80,52 +125,68 @@ compiled once per shape and process (as :mod:`interop.fastplan` does for plans);
 (a model's weights) runs a loop: straight-line code of a thousand children runs slower than
 the loop and takes a quarter of a second to compile (measured; see the notes of issue 30)."""
 
-_MAKERS: dict[tuple, Callable[..., Convert]] = {}
+_MAKERS: dict[tuple, Callable[..., tuple[Check, Convert, Convert]]] = {}
 
 
-def _straight(kind: str, shape: tuple[str, ...]) -> Callable[..., Convert]:
-    """The maker of a node's closure for ``kind`` and ``shape`` (per child ``"L"``: an array
-    leaf, ``"K"``: a leaf kept, ``"N"``: a nested node). For a dict of an array leaf and a
-    kept one it reads::
+def _straight(kind: str, shape: tuple[str, ...],
+              strict: bool) -> Callable[..., tuple[Check, Convert, Convert]]:
+    """The maker of a node's check, run and both in one (``whole``) for ``kind`` and
+    ``shape`` (per child ``"L"``: an array leaf, ``"K"``: a leaf kept, ``"N"``: a nested
+    node); ``strict``: keys are matched by ``repr`` too. For a dict of an array leaf and a
+    nested node ``whole`` reads::
 
-        def run(x):
-            if type(x) is not T or len(x) != N or tuple(x) != keys:
+        def whole(x):
+            if (type(x) is not T or len(x) != N or tuple(x) != keys
+                    or tuple(map(type, x)) != ktypes):
                 raise Mismatch
             v0, v1, = x.values()
             if type(v0) is not t0 or type(v1) is not t1:
                 raise Mismatch
+            c1(v1)
             try:
                 r0 = f0(v0)
             except InteropError as e:
                 raise at_path(e, p0) from e
-            r1 = v1
+            r1 = f1(v1)
             return {k0: r0, k1: r1}
+
+    ``check`` is its lines up to ``c1(v1)``; ``run`` unpacks the values and converts.
     """
     n = len(shape)
     names = lambda p: ", ".join(f"{p}{i}" for i in range(n)) + "," if n else ""  # noqa: E731
-    body = ["if type(x) is not T or len(x) != N" + (" or tuple(x) != keys:" if kind == DICT
-                                                    else ":"), "    raise Mismatch"]
+    values = f"{names('v')} = {'x.values()' if kind == DICT else 'x'}"
+    same = ""
+    if kind == DICT:
+        same = " or tuple(x) != keys or tuple(map(type, x)) != ktypes" + (
+            " or tuple(map(repr, x)) != kreprs" if strict else "")
+    check = [f"if type(x) is not T or len(x) != N{same}:", "    raise Mismatch"]
+    convert = []
     if n:
-        body.append(f"{names('v')} = {'x.values()' if kind == DICT else 'x'}")
-        body += ["if " + " or ".join(f"type(v{i}) is not t{i}" for i in range(n)) + ":",
-                 "    raise Mismatch"]
+        check += [values, "if " + " or ".join(f"type(v{i}) is not t{i}" for i in range(n))
+                  + ":", "    raise Mismatch"]
+        check += [f"c{i}(v{i})" for i, c in enumerate(shape) if c == "N"]
     for i, c in enumerate(shape):
         if c == "L":
-            body += ["try:", f"    r{i} = f{i}(v{i})", "except InteropError as e:",
-                     f"    raise at_path(e, p{i}) from e"]
+            convert += ["try:", f"    r{i} = f{i}(v{i})", "except InteropError as e:",
+                        f"    raise at_path(e, p{i}) from e"]
         else:
-            body.append(f"r{i} = {'v' if c == 'K' else 'f'}{i}" + ("" if c == "K" else f"(v{i})"))
+            convert.append(f"r{i} = {'v' if c == 'K' else 'f'}{i}"
+                           + ("" if c == "K" else f"(v{i})"))
     items = ", ".join(f"k{i}: r{i}" for i in range(n)) if kind == DICT else names("r")
     built = {DICT: f"{{{items}}}", LIST: f"[{items}]", TUPLE: f"({items})",
              NAMEDTUPLE: f"T({names('r')[:-1]})"}[kind]
-    body.append(f"return {built}" if kind != DICT else
-                f"return {built} if rebuild is None else rebuild({built})")
+    convert.append(f"return {built}" if kind != DICT else
+                   f"return {built} if rebuild is None else rebuild({built})")
     unpack = [f"{names(p)} = {whole}" for p, whole in (("t", "types"), ("f", "fns"),
-                                                       ("p", "paths"), ("k", "keys"))] if n \
-        else []
-    source = ("def make(T, N, keys, types, fns, paths, rebuild):\n"
-              + "".join(f"    {line}\n" for line in unpack) + "    def run(x):\n"
-              + "".join(f"        {line}\n" for line in body) + "    return run\n")
+                                                       ("c", "checks"), ("p", "paths"),
+                                                       ("k", "keys"))] if n else []
+    bodies = (("check", check), ("run", ([values] if n else []) + convert),
+              ("whole", check + convert))
+    source = ("def make(T, N, keys, ktypes, kreprs, types, fns, checks, paths, rebuild):\n"
+              + "".join(f"    {line}\n" for line in unpack)
+              + "".join(f"    def {name}(x):\n" + "".join(f"        {line}\n" for line in body)
+                        for name, body in bodies)
+              + "    return check, run, whole\n")
     namespace: dict[str, Any] = {"__name__": __name__, "Mismatch": Mismatch,
                                  "InteropError": InteropError, "at_path": at_path}
     exec(compile(source, f"<interop structure {kind} {''.join(shape)}>", "exec"), namespace)
@@ -145,20 +206,41 @@ def _labelled(fn: Convert, path: str) -> Convert:
     return leaf
 
 
-def _dict_run(tp: type, keys: tuple, types: tuple, fns: tuple, paths: list) -> Convert:
+def _children_check(types: tuple, checks: tuple) -> Check:
+    """The check of a node's children (their types, nested nodes' own checks)."""
+    def check(values: Any) -> None:
+        for v, t, c in zip(values, types, checks):
+            if type(v) is not t:
+                raise Mismatch
+            if c is not None:
+                c(v)
+
+    return check
+
+
+def _dict_check(tp: type, keys: tuple, ktypes: tuple, kreprs: tuple | None,
+                children: Check) -> Check:
     n = len(keys)
+
+    def check(x: Any) -> None:
+        if (type(x) is not tp or len(x) != n or tuple(x) != keys
+                or tuple(map(type, x)) != ktypes
+                or (kreprs is not None and tuple(map(repr, x)) != kreprs)):
+            raise Mismatch
+        children(x.values())
+
+    return check
+
+
+def _dict_run(tp: type, keys: tuple, fns: tuple, paths: list) -> Convert:
     at = dict(zip(keys, paths))
     rebuild = OrderedDict if tp is OrderedDict else None  # other dict subclasses: a dict
 
     def run(x: Any) -> Any:
-        if type(x) is not tp or len(x) != n or tuple(x) != keys:
-            raise Mismatch
         out = {}
         k = None
         try:
-            for k, v, t, f in zip(keys, x.values(), types, fns):
-                if type(v) is not t:
-                    raise Mismatch
+            for k, v, f in zip(keys, x.values(), fns):
                 out[k] = v if f is None else f(v)
         except InteropError as e:
             if at[k] is None:  # a nested node named its leaf already
@@ -169,15 +251,13 @@ def _dict_run(tp: type, keys: tuple, types: tuple, fns: tuple, paths: list) -> C
     return run
 
 
-def _sequence(types: tuple, fns: tuple, paths: tuple) -> Callable[[Any], list]:
-    """The children of a sequence-like node (a list of values, checked and converted)."""
+def _sequence(fns: tuple, paths: tuple) -> Callable[[Any], list]:
+    """The children of a sequence-like node (a list of values), converted."""
     def convert(values: Any) -> list:
         out = []
         i = 0
         try:
-            for i, (v, t, f) in enumerate(zip(values, types, fns)):  # noqa: B007 - read below
-                if type(v) is not t:
-                    raise Mismatch
+            for i, (v, f) in enumerate(zip(values, fns)):  # noqa: B007 - read below
                 out.append(v if f is None else f(v))
         except InteropError as e:
             if paths[i] is None:
@@ -188,10 +268,17 @@ def _sequence(types: tuple, fns: tuple, paths: tuple) -> Callable[[Any], list]:
     return convert
 
 
-def _sequence_run(kind: str, tp: type, n: int, seq: Callable[[Any], list]) -> Convert:
-    def run(x: Any) -> Any:
+def _sequence_check(tp: type, n: int, children: Check) -> Check:
+    def check(x: Any) -> None:
         if type(x) is not tp or len(x) != n:
             raise Mismatch
+        children(x)
+
+    return check
+
+
+def _sequence_run(kind: str, tp: type, seq: Callable[[Any], list]) -> Convert:
+    def run(x: Any) -> Any:
         out = seq(x)
         return out if kind == LIST else tuple(out) if kind == TUPLE else tp(*out)
 
@@ -200,16 +287,20 @@ def _sequence_run(kind: str, tp: type, n: int, seq: Callable[[Any], list]) -> Co
 
 
 def _generic_run(tp: type, n: int, meta: Any, flatten: Callable, unflatten: Callable,
-                 seq: Callable[[Any], list]) -> Convert:
-    def run(x: Any) -> Any:
+                 children: Check, seq: Callable[[Any], list]) -> tuple[Check, Convert]:
+    def check(x: Any) -> None:
         if type(x) is not tp:
             raise Mismatch
-        children, m = flatten(x)
-        if len(children) != n or not _same(m, meta):
+        values, m = flatten(x)
+        if len(values) != n or not _same(m, meta):
             raise Mismatch
-        return unflatten(m, seq(children))
+        children(values)
 
-    return run
+    def run(x: Any) -> Any:
+        values, m = flatten(x)
+        return unflatten(m, seq(values))
+
+    return check, run
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -7,6 +7,12 @@ only when the framework is already imported, JAX's registry (``jax.tree_util``: 
 and other nodes registered by their owners) and torch's (``torch.utils._pytree``). A ``dict``
 of a subclass no registry knows (:class:`interop.tables.Columns`) is walked as a ``dict``.
 ``None`` is a leaf (kept as it is). Importing this module imports none of those libraries.
+
+Without optree (a dependency, but absent from some images), a ``dict``, ``list`` or ``tuple``
+is still a node (optree's answer for them), so flat dicts of columns, tables and structures
+of those work; a ``list`` or ``tuple`` subclass no other registry knows (a named tuple, a
+struct sequence) needs optree to be taken apart: a :class:`FrameworkMissingError` naming the
+install.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+
+from ..errors import FrameworkMissingError
 
 DICT, LIST, TUPLE, NAMEDTUPLE, GENERIC = "dict", "list", "tuple", "namedtuple", "generic"
 """The kinds of node: the first four are run by code made for them; a generic node is taken
@@ -44,13 +52,20 @@ def node_of(x: Any) -> Node | None:
     """``x`` taken apart one level, or ``None`` when ``x`` is a leaf for every registry."""
     if x is None:
         return None
-    node = _optree_node(x)
+    optree = _optree()
+    node = _plain_node(x) if optree is None else _optree_node(optree, x)
     if node is None and isinstance(x, dict):
         node = _dict_node(x)
-    if node is None and "jax" in sys.modules:
+    if node is None and sys.modules.get("jax") is not None:
         node = _jax_node(x)
-    if node is None and "torch.utils._pytree" in sys.modules:
+    if node is None and sys.modules.get("torch.utils._pytree") is not None:
         node = _torch_node(x)
+    if node is None and optree is None and isinstance(x, (list, tuple)):
+        tp = type(x)
+        raise FrameworkMissingError(
+            f"a {tp.__module__}.{tp.__qualname__} (a {tp.__mro__[1].__name__} subclass) is read "
+            "as a structure through optree, which is not installed: pip install optree "
+            "(interop depends on it; dicts, lists and tuples work without it)")
     return node
 
 
@@ -69,17 +84,16 @@ def _dict_node(x: Any) -> Node:
 
 
 def _optree() -> Any:
-    import optree
-
+    """The optree module, or ``None`` when it is not installed."""
+    try:
+        import optree
+    except ImportError:
+        return None
     return optree
 
 
-def _optree_node(x: Any) -> Node | None:
-    optree = _optree()
-    try:
-        one = optree.tree_flatten_one_level(x, none_is_leaf=True)
-    except ValueError:  # optree's answer for a leaf
-        return None
+def _plain_node(x: Any) -> Node | None:
+    """A ``dict``, ``list`` or ``tuple`` taken apart as optree would, without optree."""
     tp = type(x)
     if tp is dict or tp is OrderedDict:
         return _dict_node(x)
@@ -87,6 +101,18 @@ def _optree_node(x: Any) -> Node | None:
         n = len(x)
         return Node(LIST if tp is list else TUPLE, tp, tuple(range(n)), list(x),
                     tuple(f"[{i}]" for i in range(n)))
+    return None
+
+
+def _optree_node(optree: Any, x: Any) -> Node | None:
+    try:
+        one = optree.tree_flatten_one_level(x, none_is_leaf=True)
+    except ValueError:  # optree's answer for a leaf
+        return None
+    tp = type(x)
+    plain = _plain_node(x)
+    if plain is not None:
+        return plain
     if optree.is_namedtuple_class(tp):
         fields = tuple(tp._fields)
         return Node(NAMEDTUPLE, tp, fields, list(x), tuple(f".{f}" for f in fields))
@@ -107,8 +133,8 @@ def _jax_node(x: Any) -> Node | None:
         return tu.tree_flatten(y, is_leaf=lambda z: z is not y)
 
     children, treedef = flatten(x)
-    if tu.treedef_is_leaf(treedef):
-        return None
+    if treedef.num_nodes == 1 and treedef.num_leaves == 1:  # a leaf (a node of no children
+        return None                                          # is an empty node, not a leaf)
     paths, _ = tu.tree_flatten_with_path(x, is_leaf=lambda z: z is not x)
     labels = tuple(_jax_label(tu, p[0]) for p, _ in paths)
     return Node(GENERIC, type(x), labels, children, labels, treedef, flatten,

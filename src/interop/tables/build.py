@@ -29,17 +29,10 @@ def _named(cols: Mapping) -> list[tuple[str, Any]]:
     return out
 
 
-def _length(v: Any) -> int:
-    if isinstance(v, tuple):
-        v = v[0]
-    shape = getattr(v, "shape", None)
-    if shape is not None:
-        return int(shape[0]) if len(shape) else -1
-    return len(v)
-
-
-def _check_lengths(named: list[tuple[str, Any]]) -> None:
-    lengths = {n: _length(v) for n, v in named}
+def _check_lengths(columns: list[tuple[str, Any]]) -> None:
+    """One length for every converted column (an Arrow array, a Series: each has ``len``;
+    the sources need not: a DLPack capsule or producer says its length once read)."""
+    lengths = {n: len(c) for n, c in columns}
     if len(set(lengths.values())) > 1:
         raise InteropError(f"columns of one table must have one length; got {lengths}")
 
@@ -64,7 +57,6 @@ def to_arrow_arrays(reg: Any, cols: Mapping, *,
                     copy: bool | None = None) -> tuple[list[str], list[Any]]:
     """Names and pyarrow arrays over the columns' buffers."""
     named = _named(cols)
-    _check_lengths(named)
     arrays = []
     for n, v in named:
         try:
@@ -74,7 +66,9 @@ def to_arrow_arrays(reg: Any, cols: Mapping, *,
                 arrays.append(reg.convert(v, "pyarrow", copy=copy))
         except InteropError as e:
             raise type(e)(f"column {n!r}: {e}") from e
-    return [n for n, _ in named], arrays
+    names = [n for n, _ in named]
+    _check_lengths(list(zip(names, arrays)))
+    return names, arrays
 
 
 def arrow_table(reg: Any, cols: Mapping, *, copy: bool | None = None) -> Any:
@@ -114,7 +108,6 @@ def _to_pandas(reg: Any, cols: Mapping, copy: bool | None) -> Any:
     import pandas as pd
 
     named = _named(cols)
-    _check_lengths(named)
     series = {}
     for n, v in named:
         try:
@@ -125,6 +118,7 @@ def _to_pandas(reg: Any, cols: Mapping, copy: bool | None) -> Any:
                 series[n] = reg.convert(v, "pandas", copy=copy)
         except InteropError as e:
             raise type(e)(f"column {n!r}: {e}") from e
+    _check_lengths(list(series.items()))
     return pd.DataFrame(series, copy=False)
 
 
@@ -133,7 +127,6 @@ def _to_cudf(reg: Any, cols: Mapping, copy: bool | None) -> Any:  # pragma: no c
     import cudf
 
     named = _named(cols)
-    _check_lengths(named)
     out = {}
     for n, v in named:
         if isinstance(v, tuple):  # NaN stays a value: only the mask makes nulls
@@ -142,6 +135,7 @@ def _to_cudf(reg: Any, cols: Mapping, copy: bool | None) -> Any:  # pragma: no c
             out[n] = s
         else:
             out[n] = _cudf_column(reg, v, copy)
+    _check_lengths(list(out.items()))
     return cudf.DataFrame(out)
 
 

@@ -2,18 +2,25 @@
 
 ``backend="pool"``: ``rmm_cupy_allocator`` allocates a ``DeviceBuffer`` from RMM's current
 device resource, and the buffer keeps that resource alive, so CuPy arrays stay valid after
-the pool is closed. ``backend="async"``: ``MemoryAsyncPool(pool_handles=...)`` with
-``"default"`` for the pool's devices, so CuPy calls ``cudaMallocAsync`` itself, with no RMM
-and no Python allocator of ours on the path (CuPy 14: ``set_pool`` makes that pool the
-device's current one, and ``set_limit`` writes the pool's release threshold).
+the pool is closed. ``backend="async"``: ``cupy.cuda.malloc_async``, so CuPy calls
+``cudaMallocAsync`` itself from the device's current pool (mempool made it the default pool
+on the pool's devices), with no RMM and no Python allocator of ours on the path. Not
+``MemoryAsyncPool``: built with a list of handles it visits every visible GPU and writes
+each one's release threshold (``CUPY_GPU_MEMORY_LIMIT``, else keep everything), and its
+``malloc`` takes the threshold as its limit, refusing to grow the pool past it; another
+framework lowers that threshold when it starts (XLA writes 0 without preallocation), and
+CuPy would then refuse every allocation that grows the shared pool. For the same reason a
+``CUPY_GPU_MEMORY_LIMIT`` cannot be honoured on the shared pool: it is refused.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import ConfigError
 from ._base import FrameworkStatus, Unrestored, is_installed
 
 NAME = "cupy"
@@ -21,8 +28,20 @@ MODULE = "cupy"
 OPTIONS: tuple[str, ...] = ("backend",)
 
 
+LIMIT_VAR = "CUPY_GPU_MEMORY_LIMIT"
+
+
 def check(devices: Sequence[int], backend: str = "pool") -> None:
-    """CuPy's allocator can be swapped at any time: nothing to check."""
+    """CuPy's allocator can be swapped at any time; ``backend="async"`` refuses a
+    ``CUPY_GPU_MEMORY_LIMIT``, which the shared pool cannot honour (the module's doc)."""
+    limit = os.environ.get(LIMIT_VAR)
+    if backend == "async" and limit:
+        raise ConfigError(
+            f"{LIMIT_VAR}={limit!r}: with backend='async' CuPy allocates from the device's "
+            "default pool, shared by every framework, whose only limit is its release "
+            "threshold, which PyTorch and XLA write again when they start, so CuPy's limit "
+            f"cannot be honoured there; unset {LIMIT_VAR}, or use backend='pool' with limit="
+        )
 
 
 def install(resources: Mapping[int, Any], backend: str = "pool") -> Any:
@@ -31,9 +50,8 @@ def install(resources: Mapping[int, Any], backend: str = "pool") -> Any:
 
     previous = cupy.cuda.get_allocator()
     if backend == "async":
-        count = cupy.cuda.runtime.getDeviceCount()
-        handles = ["default" if d in resources else "current" for d in range(count)]
-        cupy.cuda.set_allocator(cupy.cuda.MemoryAsyncPool(pool_handles=handles).malloc)
+        check(list(resources), backend)
+        cupy.cuda.set_allocator(cupy.cuda.malloc_async)
     else:
         from rmm.allocators.cupy import rmm_cupy_allocator
 
@@ -54,6 +72,12 @@ def _on_default_pool(cupy: Any, owner: Any) -> bool:
     return int(owner._pools[device]) == int(cupy.cuda.runtime.deviceGetDefaultMemPool(device))
 
 
+def _current_is_default(cupy: Any) -> bool:
+    device = cupy.cuda.runtime.getDevice()
+    runtime = cupy.cuda.runtime
+    return int(runtime.deviceGetMemPool(device)) == int(runtime.deviceGetDefaultMemPool(device))
+
+
 def status(backend: str | None = None) -> FrameworkStatus:
     """Whether CuPy's current allocator is RMM's, or the device's default pool under async."""
     if not is_installed(MODULE):
@@ -65,6 +89,13 @@ def status(backend: str | None = None) -> FrameworkStatus:
     rmm_cupy = sys.modules.get("rmm.allocators.cupy")
     if rmm_cupy is not None and allocator is rmm_cupy.rmm_cupy_allocator:
         return FrameworkStatus(NAME, True, "cupy.cuda.set_allocator(rmm_cupy_allocator)")
+    if allocator is cupy.cuda.malloc_async:
+        how = "cupy.cuda.malloc_async: cudaMallocAsync from the device's current pool"
+        if not _current_is_default(cupy):
+            return FrameworkStatus(NAME, False, f"{how}, which is not its default pool")
+        if backend == "async":
+            return FrameworkStatus(NAME, True, f"{how}, its default pool")
+        return FrameworkStatus(NAME, False, f"{how}, its default pool, which is not the pool")
     owner = getattr(allocator, "__self__", None)
     if isinstance(owner, cupy.cuda.MemoryAsyncPool):
         if _on_default_pool(cupy, owner):

@@ -9,11 +9,17 @@ backend starts (``jaxlib.xla_client.generate_pjrt_gpu_plugin_options``).
 With ``backend="pool"`` JAX allocates beside RMM's pool: not routed, and a JAX already
 started only earns a warning. With ``backend="async"`` the pool *is* the device's default
 pool, which XLA's ``cuda_async`` allocator draws from (``cuDeviceGetDefaultMemPool``), so
-JAX is routed natively; it also sets the pool's release threshold to its memory fraction of
-the device when it starts, so mempool sets ``XLA_PYTHON_CLIENT_MEM_FRACTION=1.0`` (unless
-you set a fraction): XLA then writes "the whole device", which keeps everything as
-mempool's threshold does. A JAX that already started on the GPU with another allocator is
-an :class:`OrderError` there. :func:`status` shows what JAX's GPU devices hold.
+JAX is routed natively. That allocator also writes the pool's release threshold when JAX's
+GPU backend starts: its memory fraction of the device if it preallocates, else 0 (the pool
+would then give back everything unused at every synchronisation). So with an
+``initial_size`` mempool lets XLA preallocate that fraction
+(``XLA_PYTHON_CLIENT_PREALLOCATE=true``, ``XLA_PYTHON_CLIENT_MEM_FRACTION`` = the initial
+size over the device's memory, :func:`mempool.asyncpool.xla_fraction`): XLA primes the shared
+pool with it and keeps at least that much, in whichever order the frameworks start; a
+fraction or preallocation the user set wins. A JAX that already started on the GPU with
+another allocator is an :class:`OrderError` there; the allocator a JAX started with under
+the pool is remembered after ``close()`` (XLA keeps it for the life of the process).
+:func:`status` shows what JAX's GPU devices hold.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..asyncpool import xla_fraction
+from ..device import device_memory
 from ..errors import ConfigError, MempoolWarning, OrderError
 from ..sizes import format_size
 from ._base import FrameworkStatus, Unrestored, restore_env, set_env
@@ -31,15 +39,19 @@ from ._nohook import UNTOUCHED, NoHook
 
 NAME = "jax"
 MODULE = "jax"
-OPTIONS: tuple[str, ...] = ("allocator", "backend")
+OPTIONS: tuple[str, ...] = ("allocator", "backend", "initial")
 ENV_VAR = "XLA_PYTHON_CLIENT_PREALLOCATE"
 ALLOCATOR_VAR = "XLA_PYTHON_CLIENT_ALLOCATOR"
 ALLOCATORS = ("platform", "cuda_async")
 SHARED = "cuda_async"  # the XLA allocator that draws from the device's default pool
 # The memory fraction XLA reads (jaxlib 0.10: the first is new, the second deprecated but
-# read by every jaxlib); XLA sets the default pool's release threshold to fraction x memory.
+# read by every jaxlib); a preallocating XLA sets the default pool's release threshold to
+# fraction x memory, a non-preallocating one to 0.
 FRACTION_VARS = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")
 _GPU_PLATFORMS = ("cuda", "gpu", "rocm")
+_started_with: list[str] = []
+"""The allocator a JAX started on the GPU under the pool runs with (read at ``uninstall``,
+before the variable is given back): XLA keeps it for the life of the process."""
 
 
 def _started() -> tuple[bool, bool]:
@@ -69,10 +81,14 @@ def check_allocator(allocator: str | None) -> None:
 
 
 def _env_allocator() -> str:
+    """The allocator a started JAX runs with: the one remembered, else the variable's."""
+    if _started_with and _started()[1]:
+        return _started_with[0]
     return os.environ.get(ALLOCATOR_VAR, "default").strip().lower()
 
 
-def check(devices: Sequence[int], allocator: str | None = None, backend: str = "pool") -> None:
+def check(devices: Sequence[int], allocator: str | None = None, backend: str = "pool",
+          initial: Mapping[int, int | None] | None = None) -> None:
     """``backend="async"``: :class:`OrderError` if JAX already started on the GPU with an
     allocator other than ``cuda_async``. Otherwise a started JAX only earns a warning."""
     if backend == "async" and _started()[1] and _env_allocator() != SHARED:
@@ -85,10 +101,17 @@ def check(devices: Sequence[int], allocator: str | None = None, backend: str = "
         )
 
 
-def _set_fraction(backend: str) -> Any:
-    if backend != "async" or _started()[0] or any(v in os.environ for v in FRACTION_VARS):
-        return UNTOUCHED  # the user's fraction wins (status() shows the threshold it gives)
-    return set_env(FRACTION_VARS[1], "1.0")
+def _preallocate(backend: str, initial: Mapping[int, int | None] | None) -> tuple[Any, Any]:
+    """``backend="async"`` with an initial size: XLA preallocates it (the module's doc).
+    Returns the previous values of the fraction and preallocation variables."""
+    if (backend != "async" or _started()[0] or ENV_VAR in os.environ
+            or any(v in os.environ for v in FRACTION_VARS)):
+        return UNTOUCHED, UNTOUCHED  # the user's choice wins (status() shows the threshold)
+    sizes = [(size, device_memory(d)[1]) for d, size in (initial or {}).items() if size]
+    if not sizes:
+        return UNTOUCHED, UNTOUCHED  # no initial size: XLA allocates on demand (threshold 0)
+    size, total = max(sizes, key=lambda st: st[0] / st[1])
+    return set_env(FRACTION_VARS[1], xla_fraction(size, total)), set_env(ENV_VAR, "true")
 
 
 def _set_allocator(allocator: str | None) -> Any:
@@ -114,21 +137,24 @@ def _set_allocator(allocator: str | None) -> Any:
 
 
 def install(
-    resources: Mapping[int, Any], allocator: str | None = None, backend: str = "pool"
+    resources: Mapping[int, Any], allocator: str | None = None, backend: str = "pool",
+    initial: Mapping[int, int | None] | None = None,
 ) -> Any:
-    """Tell XLA not to preallocate (and which allocator, if given) before it starts.
+    """Tell XLA how to allocate (and which allocator, if given) before it starts.
 
-    ``backend="async"`` also sets its memory fraction to 1.0 (see the module's doc).
-    Returns the variables' previous values for :func:`uninstall`.
+    ``backend="async"`` with an *initial* size (bytes per device) lets XLA preallocate it
+    (see the module's doc). Returns the variables' previous values for :func:`uninstall`.
     """
     check_allocator(allocator)
     chosen = _set_allocator(allocator)
-    fraction = UNTOUCHED
+    fraction, preallocate = UNTOUCHED, UNTOUCHED
     try:
-        fraction = _set_fraction(backend)
+        fraction, preallocate = _preallocate(backend, initial)
         # A JAX already on the GPU under "async" runs cuda_async (check() made sure): shared.
         shared = backend == "async" and _started()[1]
-        return (UNTOUCHED if shared else _HOOK.install()), chosen, fraction, backend
+        if preallocate is UNTOUCHED and not shared:
+            preallocate = _HOOK.install()
+        return preallocate, chosen, fraction, backend
     except BaseException:
         if chosen is not UNTOUCHED:
             restore_env(ALLOCATOR_VAR, chosen)
@@ -141,9 +167,12 @@ def uninstall(previous: Any) -> Unrestored | None:
     """Restore the variables exactly as :func:`install` found them; say if XLA keeps the pool.
 
     A JAX that started on the GPU under ``backend="async"`` keeps ``cuda_async`` (XLA chose
-    it when its backend started) and keeps allocating from the device's default pool.
+    it when its backend started) and keeps allocating from the device's default pool; that
+    allocator is remembered, so a later pool sees it after the variable is given back.
     """
     preallocate, allocator, fraction, backend = previous
+    if _started()[1] and not _started_with:
+        _started_with.append(_env_allocator())
     if allocator is not UNTOUCHED:
         restore_env(ALLOCATOR_VAR, allocator)
     if fraction is not UNTOUCHED:

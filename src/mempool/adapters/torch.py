@@ -193,6 +193,12 @@ def uninstall(previous: Any) -> Unrestored | None:
     ), keeps_pool=True)
 
 
+SHARED_NOTE = ("; on the shared pool torch.cuda.empty_cache() trims the pool for every "
+               "framework (to 0 bytes kept) and torch.cuda.reset_peak_memory_stats() resets the "
+               "peaks status() reads, for every framework")
+"""What PyTorch's cudaMallocAsync backend does to the whole pool (``status()`` says it)."""
+
+
 def status(backend: str | None = None) -> FrameworkStatus:
     """Whether PyTorch allocates from the pool: RMM's allocator, or natively on the default pool."""
     if not is_installed(MODULE):
@@ -215,7 +221,7 @@ def status(backend: str | None = None) -> FrameworkStatus:
     if _backend(torch) == ASYNC:
         how = f"backend:{ASYNC}: PyTorch allocates natively from the device's default pool"
         if backend == "async":
-            return FrameworkStatus(NAME, True, how)
+            return FrameworkStatus(NAME, True, how + SHARED_NOTE)
         return FrameworkStatus(NAME, False, f"{how}, which is not the pool")
     if torch.cuda.is_initialized():
         return FrameworkStatus(

@@ -1,0 +1,340 @@
+"""JAX with several CPU devices: arrays placed on ``jax.devices("cpu")[k]``, sharded and
+replicated over them, and ``device="cpu:N"`` (issue 41, issue 36 item 7).
+
+Runs in its own pytest process (``pytest -m multidevice``; scripts/test.sh does it) with
+``XLA_FLAGS=--xla_force_host_platform_device_count=4``, which must be set before JAX starts:
+elsewhere (the core run, where JAX has one CPU device) these tests skip, saying so; in a
+process that asked for four devices and got fewer they fail.
+
+Truth comes from JAX's own accessors (``unsafe_buffer_pointer()`` of each shard,
+``devices()``, ``sharding``), torch's ``data_ptr()`` and NumPy's ``ctypes.data``; a copy is
+shown by a write through the result that no replica sees, a shared buffer by a write seen on
+the other side.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, seed
+from hypothesis import strategies as st
+
+import interop
+import oracles
+import test_reliability_properties as rp
+from interop.errors import DeviceError, InteropError, ZeroCopyError
+
+COUNT = 4
+ASKED = f"--xla_force_host_platform_device_count={COUNT}" in os.environ.get("XLA_FLAGS", "")
+
+pytestmark = [
+    pytest.mark.multidevice,
+    pytest.mark.skipif(not ASKED, reason=f"needs JAX with {COUNT} CPU devices: run in its own "
+                       f"process with XLA_FLAGS=--xla_force_host_platform_device_count="
+                       f"{COUNT} (scripts/test.sh does)"),
+]
+
+
+@pytest.fixture(scope="module")
+def cpus() -> list:
+    """JAX's CPU devices (four of them, or the test fails: the flag did not take)."""
+    import jax
+
+    devs = jax.devices("cpu")
+    assert len(devs) == COUNT, f"XLA_FLAGS asked for {COUNT} CPU devices, JAX has {devs}"
+    return devs
+
+
+def _mesh(cpus: list, shape: tuple[int, ...] = (COUNT,), axes: tuple[str, ...] = ("x",)):
+    from jax.sharding import Mesh
+
+    return Mesh(np.array(cpus).reshape(shape), axes)
+
+
+def placed(cpus: list, kind: str, a: np.ndarray) -> Any:
+    """``a`` on JAX's CPU devices: ``"dev<k>"`` (one device), ``"sharded"`` (rows over four),
+    ``"replicated"`` (a copy on each of four), ``"mixed"`` (rows over two, each replicated
+    on two)."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    if kind.startswith("dev"):
+        return jax.device_put(a, cpus[int(kind[3:])])
+    if kind == "sharded":
+        return jax.device_put(a, NamedSharding(_mesh(cpus), P("x")))
+    if kind == "replicated":
+        return jax.device_put(a, NamedSharding(_mesh(cpus), P()))
+    assert kind == "mixed"
+    return jax.device_put(a, NamedSharding(_mesh(cpus, (2, 2), ("x", "y")), P("x")))
+
+
+def shard_spans(x: Any) -> list[tuple[int, int]]:
+    """Each shard's byte range, by JAX's own pointers."""
+    return [(s.data.unsafe_buffer_pointer(), s.data.unsafe_buffer_pointer() + s.data.nbytes)
+            for s in x.addressable_shards]
+
+
+def replicas(x: Any) -> list[np.ndarray]:
+    """Each shard's values, read through its own DLPack export now (no cached read)."""
+    return [np.array(oracles.array(s.data.__dlpack__())) for s in x.addressable_shards]
+
+
+def _aligned(n: int, dtype: Any = np.float32) -> np.ndarray:
+    raw = np.empty(n * np.dtype(dtype).itemsize + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64
+    out = raw[start:start + n * np.dtype(dtype).itemsize].view(dtype)
+    out[...] = np.arange(n)
+    return out
+
+
+# ---- issue 41 item 1: a replicated array is gathered by a copy, as the plan says ------------
+
+@pytest.mark.parametrize("tgt", ["torch", "numpy"])
+def test_a_replicated_array_is_copied_not_a_writable_view_of_one_replica(cpus, tgt):
+    import torch
+
+    x = placed(cpus, "replicated", _aligned(8))
+    plan = interop.explain(x, tgt)
+    assert not plan.zero_copy and "replicated" in plan.reasons[0]
+    assert not interop.can_convert(x, tgt, copy=False)
+    with pytest.raises(ZeroCopyError):
+        interop.to_framework(x, tgt, copy=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "not writable" warning from torch: nothing shared
+        r = interop.to_framework(x, tgt)
+    res = r.numpy() if tgt == "torch" else r
+    lo = r.data_ptr() if tgt == "torch" else r.ctypes.data
+    assert not any(a <= lo < b for a, b in shard_spans(x))
+    assert not interop.shares_memory(x, r)
+    res[0] = 99.0  # a write through the result reaches no replica
+    assert all(rep[0] == 0.0 for rep in replicas(x))
+    assert isinstance(r, torch.Tensor if tgt == "torch" else np.ndarray)
+
+
+# ---- item 3: copy=True into JAX keeps the data where it is ----------------------------------
+
+@pytest.mark.parametrize("kind", ["dev2", "sharded", "replicated", "mixed"])
+def test_copy_true_into_jax_keeps_the_device_and_the_sharding(cpus, kind):
+    x = placed(cpus, kind, _aligned(8))
+    y = interop.to_framework(x, "jax", copy=True)
+    assert y.sharding == x.sharding and y.devices() == x.devices()
+    before = {a for a, _ in shard_spans(x)}
+    assert not before & {a for a, _ in shard_spans(y)}
+    assert not interop.shares_memory(x, y)
+    np.testing.assert_array_equal(np.asarray(y), np.arange(8))
+    assert interop.to_framework(x, "jax") is x  # copy=None: the array itself
+    steps = [s.via for s in interop.explain(x, "jax", copy=True).steps]
+    assert "onto the source's devices (its device or sharding)" in steps
+
+
+# ---- item 5 and issue 36 item 7: shares_memory over shards and CPU indices ------------------
+
+@pytest.mark.parametrize("kind", ["sharded", "replicated", "mixed"])
+def test_shares_memory_reads_every_shard(cpus, kind):
+    x = placed(cpus, kind, _aligned(8))
+    assert interop.shares_memory(x, x)
+    assert interop.shares_memory(x, interop.to_framework(x, "jax"))
+    shard = x.addressable_shards[-1].data  # one device's buffer, of JAX's own making
+    assert interop.shares_memory(x, shard) and interop.shares_memory(shard, x)
+    assert not interop.shares_memory(x, np.arange(8.0))
+
+
+def test_an_array_on_cpu_2_shares_memory_with_its_numpy_view(cpus):
+    y = placed(cpus, "dev2", _aligned(8))
+    n = interop.to_framework(y, "numpy")
+    assert n.ctypes.data == y.unsafe_buffer_pointer()  # zero-copy, by both frameworks
+    assert interop.shares_memory(y, n) and interop.shares_memory(n, y)
+    assert interop.explain(y, "numpy").zero_copy
+
+
+# ---- item 4 and issue 36 item 7: device="cpu:N" and JAX's CPU device objects -----------------
+
+def test_a_jax_cpu_device_object_places_the_result_on_it(cpus):
+    import torch
+
+    t = torch.arange(8, dtype=torch.float32)
+    y = interop.to_framework(t, "jax", device=cpus[3])
+    assert y.devices() == {cpus[3]}
+    assert y.unsafe_buffer_pointer() != t.data_ptr()  # a move between devices: a copy
+    assert not interop.explain(t, "jax", device=cpus[3]).zero_copy
+    np.testing.assert_array_equal(np.asarray(y), np.arange(8))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_cpu_n_into_jax_is_a_copy_onto_that_device(cpus, n):
+    a = _aligned(8)
+    a.flags.writeable = False
+    plan = interop.explain(a, "jax", device=f"cpu:{n}")
+    assert not plan.zero_copy and plan.steps[0].via == f"copy to cpu:{n}"
+    y = interop.to_framework(a, "jax", device=f"cpu:{n}")
+    assert y.devices() == {cpus[n]} and y.unsafe_buffer_pointer() != a.ctypes.data
+    assert not interop.shares_memory(a, y)
+    with pytest.raises(ZeroCopyError, match=f"cpu:{n}"):
+        interop.to_framework(a, "jax", device=f"cpu:{n}", copy=False)
+    assert not interop.can_convert(a, "jax", device=f"cpu:{n}", copy=False)
+
+
+def test_cpu_n_of_the_device_the_array_is_on_keeps_it(cpus):
+    x = placed(cpus, "dev2", _aligned(8))
+    for dev in ("cpu:2", cpus[2], "cpu"):
+        assert interop.explain(x, "jax", device=dev).zero_copy
+        assert interop.to_framework(x, "jax", device=dev, copy=False) is x
+    y = interop.to_framework(x, "jax", device="cpu:1")
+    assert y.devices() == {cpus[1]} and y.unsafe_buffer_pointer() != x.unsafe_buffer_pointer()
+
+
+def test_cpu_0_into_jax_from_numpy_is_zero_copy_on_cpu_0(cpus):
+    a = _aligned(8)
+    plan = interop.explain(a, "jax", device="cpu:0")
+    y = interop.to_framework(a, "jax", device="cpu:0")
+    assert plan.zero_copy and y.devices() == {cpus[0]}
+    assert y.unsafe_buffer_pointer() == a.ctypes.data
+
+
+@pytest.mark.parametrize("tgt", ["torch", "numpy", "pyarrow"])
+def test_a_cpu_index_a_framework_of_one_cpu_does_not_have_is_refused(cpus, tgt):
+    a = _aligned(8)
+    for dev in ("cpu:2", cpus[3]):
+        with pytest.raises(DeviceError, match="one CPU device"):
+            interop.to_framework(a, tgt, device=dev)
+        with pytest.raises(DeviceError, match="one CPU device"):
+            interop.explain(a, tgt, device=dev)
+        assert not interop.can_convert(a, tgt, device=dev)
+    with pytest.raises(DeviceError, match="4 CPU devices"):
+        interop.to_framework(a, "jax", device="cpu:4")
+
+
+def test_cpu_0_to_torch_is_the_host_read_only_source_keeps_its_hazard(cpus):
+    a = _aligned(8)
+    a.flags.writeable = False
+    plan = interop.explain(a, "torch", device="cpu:0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "not writable" warning (issue 36 item 1)
+        t = interop.to_framework(a, "torch", device="cpu:0")
+    assert plan.zero_copy and plan.hazards and t.data_ptr() == a.ctypes.data
+    jx = placed(cpus, "dev3", _aligned(8))
+    t = interop.to_framework(jx, "torch", device=cpus[0])  # JAX's cpu:0 is torch's host
+    assert t.data_ptr() == jx.unsafe_buffer_pointer()
+
+
+def test_plans_per_device_send_each_value_where_device_asks(cpus):
+    """One kept plan (device="cpu:1") for values on every device: those on cpu:1 stay, the
+    others are copied there."""
+    for _ in range(2):  # the second round runs the kept plans
+        for k in range(COUNT):
+            x = placed(cpus, f"dev{k}", _aligned(8))
+            y = interop.to_framework(x, "jax", device="cpu:1")
+            assert y.devices() == {cpus[1]}
+            assert (y.unsafe_buffer_pointer() == x.unsafe_buffer_pointer()) == (k == 1)
+
+
+def test_the_docs_examples_with_four_cpu_devices_run(cpus):
+    from docs_examples import run_optional_blocks
+
+    assert run_optional_blocks("multidevice") >= 1
+
+
+# ---- the property search over multi-device values -------------------------------------------
+
+KINDS = ("dev0", "dev1", "dev2", "dev3", "sharded", "replicated", "mixed")
+TARGETS = ("numpy", "torch", "jax", "pyarrow", "dlpack")
+DTYPES = ("float32", "int32", "int8", "bool", "float16", "complex64")
+
+
+@st.composite
+def multidevice_cases(draw) -> tuple:
+    """(placement, dtype, rows, columns, target, copy, device); rows a multiple of four (two
+    for "mixed"), so every sharding divides them."""
+    kind = draw(st.sampled_from(KINDS))
+    dtype = draw(st.sampled_from(DTYPES))
+    rows = 4 * draw(st.integers(1, 3))
+    cols = draw(st.sampled_from([None, 1, 3]))
+    tgt = draw(st.sampled_from(TARGETS))
+    copy = draw(st.sampled_from([None, False, True]))
+    device = draw(st.sampled_from([None, "cpu", "cpu:0", "cpu:1", "cpu:3", "dev2"]))
+    return kind, dtype, rows, cols, tgt, copy, device
+
+
+def check_multidevice_case(cpus: list, case: tuple) -> None:
+    """The contract for one multi-device value: explain, can_convert and the conversion
+    agree; values, devices and sharding are right; zero-copy exactly when the plan says so,
+    by JAX's shard pointers against the result's own; a zero-copy result shares memory by
+    ``shares_memory`` and by a write; a copy is written without any replica seeing it."""
+    kind, dtype, rows, cols, tgt, copy, device = case
+    shape = (rows,) if cols is None else (rows, cols)
+    a = rp.fill_values(np.dtype(dtype), int(np.prod(shape))).reshape(shape)
+    x = placed(cpus, kind, a)
+    dev = cpus[2] if device == "dev2" else device
+    here = f"{case}"
+    plan = err = None
+    try:
+        plan = interop.explain(x, tgt, device=dev, copy=copy)
+    except InteropError as e:
+        err = e
+    can = interop.can_convert(x, tgt, device=dev, copy=copy)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = interop.to_framework(x, tgt, device=dev, copy=copy)
+        got = None
+    except InteropError as e:
+        res, got = None, e
+    if err is not None:  # explain refused the arguments themselves: so does everything else
+        assert not can and got is not None, f"{here}\nexplain raised {err!r}, conversion {got}"
+        rp._record(kind, tgt, rp.Outcome())
+        return
+    assert plan.supported == can == (got is None), f"{here}\n{plan}\n{got!r}"
+    out = rp.Outcome(supported=plan.supported)
+    if got is not None:
+        rp._record(kind, tgt, out)
+        return
+    want = a.astype(rp.NARROWED.get(("jax", a.dtype.name), a.dtype))  # as JAX holds it
+    values = rp.to_host(res) if not (tgt == "jax" and len(res.devices()) > 1) \
+        else np.asarray(res)
+    assert rp.same_values(values.reshape(shape), want), f"{here}\nwrong values"
+    if tgt == "jax":
+        index = {"cpu:0": 0, "cpu:1": 1, "cpu:3": 3, "dev2": 2}.get(device)
+        if index is None:  # kept where it is, copy=True included
+            assert res.sharding == x.sharding, f"{here}\n{res.sharding} != {x.sharding}"
+        else:
+            assert res.devices() == {cpus[index]}, f"{here}\n{res.devices()}"
+    spans = shard_spans(x)
+    res_spans = shard_spans(res) if tgt == "jax" else [rp.span(res)]
+    shared = any(rp.overlaps(s, r) for s in spans for r in res_spans)
+    assert shared == (plan.zero_copy and copy is not True), f"{here}\nshared {shared}\n{plan}"
+    assert interop.shares_memory(x, res) == shared, f"{here}\nshares_memory"
+    out.zero_copy = shared
+    if not shared and tgt in ("numpy", "torch"):  # a copy: no replica sees a write through it
+        writable = res if tgt == "numpy" else res.numpy()
+        if writable.flags.writeable and writable.size and writable.dtype.kind != "b":
+            before = replicas(x)
+            writable.reshape(-1)[0] += 1
+            assert all(np.array_equal(b, r) for b, r in zip(before, replicas(x))), here
+    elif shared and tgt == "torch" and kind.startswith("dev") and dtype != "bool":
+        res.view(-1)[0] += 1  # one buffer: JAX's own pointer reads the write
+        assert replicas(x)[0].reshape(-1)[0] == res.view(-1)[0].item(), here
+        out.wrote_through = True
+    rp._record(kind, tgt, out)
+
+
+def test_multidevice_values_keep_the_contract(cpus):
+    @rp._settings()
+    @given(multidevice_cases())
+    def prop(case: tuple) -> None:
+        check_multidevice_case(cpus, case)
+
+    if rp.SEED is not None:
+        prop = seed(int(rp.SEED))(prop)
+    prop()
+
+
+@pytest.mark.slow
+def test_multidevice_random_search_with_a_fresh_seed(cpus):
+    counts = rp.search("test_multidevice_values_keep_the_contract", "multidevice",
+                       examples=rp.SLOW_EXAMPLES * 2, path=__file__, non_empty=0.0)
+    assert counts["supported"] and counts["zero_copy"], counts
