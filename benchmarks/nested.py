@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import importlib.util
 import statistics
-import time
 import warnings
 from typing import Any
 
+from . import timer
+
 
 def _times(fn: Any, repeat: int) -> dict[str, float]:
+    """Median and best of ``repeat`` single calls, after one warm-up call."""
     fn()
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
+    out = timer(fn).repeat(repeat, 1)
     return {"median_s": statistics.median(out), "min_s": min(out), "repeat": repeat}
 
 

@@ -240,19 +240,9 @@ def _prepare_arrow(name: Any, col: Any, nulls: str, fill_value: Any, copy: bool 
             prep.value = col.fill_null(pa.scalar(fill_value).cast(col.type))
         return prep
     # nulls == "mask"
-    if isinstance(col, pa.ChunkedArray):
-        if col.num_chunks != 1:
-            if copy is False:
-                prep.error = ("zero-copy", f"column {name!r} with nulls is split into "
-                              f"{col.num_chunks} chunks; joining them copies")
-                return prep
-            prep.copied = True
-            prep.steps.append(Step("pyarrow", "pyarrow", "combine_chunks()", copies=True))
-            prep.reasons.append(f"column {name!r} is split into {col.num_chunks} chunks; "
-                                "joining them copies")
-            col = col.chunk(0) if dry else col.combine_chunks()
-        else:
-            col = col.chunk(0)
+    col = _one_chunk(name, col, copy, dry, prep, "with nulls ")
+    if col is None:
+        return prep
     prep.value = _strip_validity(col)
     prep.mask = None if dry else unpack_validity(col)
     prep.mask_step = Step("pyarrow", "numpy", "validity bitmap unpacked to bool", copies=True)
@@ -266,7 +256,6 @@ def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: boo
     """A list or tensor column: its one chunk (several: joined, a copy), handed to the
     registry as a composite; nulls are refused (``nulls='mask'`` and ``'fill'`` take
     columns of numbers)."""
-    pa = _pa()
     from .nested import numeric_items
 
     if not numeric_items(col.type):
@@ -280,21 +269,31 @@ def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: boo
                           f"{col.null_count} nulls, and nulls={nulls!r} takes columns of "
                           "numbers; fill them first (pyarrow.compute.fill_null)")
         return prep
-    if isinstance(col, pa.ChunkedArray):
-        if col.num_chunks > 1:
-            if copy is False:
-                prep.error = ("zero-copy", f"column {name!r} is split into {col.num_chunks} "
-                              "chunks; joining them copies")
-                return prep
-            prep.copied = True
-            prep.steps.append(Step("pyarrow", "pyarrow", "combine_chunks()", copies=True))
-            prep.reasons.append(f"column {name!r} is split into {col.num_chunks} chunks; "
-                                "joining them copies")
-            col = col.chunk(0) if dry else col.combine_chunks()
-        else:
-            col = col.chunk(0) if col.num_chunks else pa.array([], type=col.type)
-    prep.value = col
+    prep.value = _one_chunk(name, col, copy, dry, prep)
     return prep
+
+
+def _one_chunk(name: Any, col: Any, copy: bool | None, dry: bool, prep: Prepared,
+               what: str = "") -> Any:
+    """The column as one Arrow array: its one chunk, or its chunks joined (a copy, recorded
+    in ``prep``; ``dry``: the first chunk stands in); ``None`` with ``prep.error`` set when
+    ``copy=False`` refuses the join."""
+    pa = _pa()
+    if not isinstance(col, pa.ChunkedArray):
+        return col
+    if col.num_chunks == 1:
+        return col.chunk(0)
+    if not col.num_chunks:
+        return pa.array([], type=col.type)
+    if copy is False:
+        prep.error = ("zero-copy", f"column {name!r} {what}is split into {col.num_chunks} "
+                      "chunks; joining them copies")
+        return None
+    prep.copied = True
+    prep.steps.append(Step("pyarrow", "pyarrow", "combine_chunks()", copies=True))
+    prep.reasons.append(f"column {name!r} is split into {col.num_chunks} chunks; "
+                        "joining them copies")
+    return col.chunk(0) if dry else col.combine_chunks()
 
 
 def _prepare_pandas(name: Any, s: Any, nulls: str, fill_value: Any, copy: bool | None,
@@ -334,18 +333,9 @@ def _prepare_polars(name: Any, s: Any, nulls: str, fill_value: Any, copy: bool |
     pl = sys.modules["polars"]
     if dt.is_numeric() and not dt.is_decimal() and not s.null_count():
         return Prepared(value=s)
-    if isinstance(dt, (pl.List, pl.Array)):  # Arrow's list and fixed_size_list, one buffer
-        prep = Prepared()
-        if s.n_chunks() > 1:
-            if copy is False:
-                return Prepared(error=("zero-copy", f"column {name!r} is split into "
-                                       f"{s.n_chunks()} chunks; joining them copies"))
-            prep.copied = True
-            prep.reasons.append(f"column {name!r} is split into {s.n_chunks()} chunks; "
-                                "Series.to_arrow() joins them (a copy)")
-        prep.steps.append(Step("polars", "pyarrow", "Series.to_arrow()", copies=prep.copied))
-        return _prepare_arrow(name, s.to_arrow(), nulls, None, copy, dry, prep)
-    if not (dt.is_numeric() or dt.is_temporal() or dt == pl.Boolean) or dt.is_decimal():
+    nested = isinstance(dt, (pl.List, pl.Array))  # Arrow's list and fixed_size_list
+    if not (dt.is_numeric() or dt.is_temporal() or dt == pl.Boolean or nested) \
+            or dt.is_decimal():
         return _unsupported(name, dt)
     prep = Prepared()
     if dt == pl.Boolean and not s.null_count():
