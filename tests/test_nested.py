@@ -444,7 +444,7 @@ class _DeviceBuffer:
 
 @pytest.mark.standin
 def test_device_rows_describe_the_device_values_as_numpy_would_lay_them_out():
-    from interop.tables.nested import DeviceRows
+    from interop.adapters.arrow_nested import DeviceRows
 
     host = fsl(np.zeros(2 * 12, np.float32), 12)
     rows = DeviceRows(host, _DeviceBuffer(), np.dtype(np.float32), 3 * 4, (2, 12))
@@ -479,7 +479,7 @@ class _DeviceArrayStandIn:
 @pytest.mark.parametrize("bitmap_at", [None, "leaf", "list"])
 def test_a_device_column_is_read_as_device_rows_and_a_bitmap_refused_before_any_read(
         bitmap_at):
-    from interop.tables import nested
+    from interop.adapters import arrow_nested as nested
 
     mark = object()  # a validity buffer: never read, its presence refuses
     leaf = _DeviceArrayStandIn(pa.float32(), 8, bitmap=mark if bitmap_at == "leaf" else None)

@@ -39,9 +39,9 @@ def __getattr__(name: str):
 
         value = getattr(plan, name)
     elif name in _COMPOSITE:
-        from . import composite
+        from .adapters import ragged
 
-        value = getattr(composite, name)
+        value = getattr(ragged, name)
     elif name in _TABLES:
         from . import tabular
 

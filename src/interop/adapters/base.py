@@ -150,7 +150,7 @@ class ArrayAdapter:
     """The composite layouts it has a type of its own for, as ``(layout, call, make)``:
     ``make(parts)`` builds its value from parts already converted to it (torch:
     ``("jagged", "torch.nested.nested_tensor_from_jagged", ...)``); a composite's rebuild
-    finds it with :func:`interop.composite.assembly`."""
+    finds it with :func:`assembly`."""
 
     def missing(self) -> str | None:
         """Why its package cannot be imported here, with the fix; ``None`` when it can."""
@@ -267,6 +267,16 @@ class StructureAdapter:
 
     def owns(self, x: Any) -> bool:
         return self.is_value(x)
+
+
+def assembly(reg: Any, tgt: str, layout: str) -> tuple[str, Callable[[Parts], Any]] | None:
+    """``(call, make)``: how framework ``tgt`` builds its own value of ``layout`` from parts
+    converted to it (:attr:`ArrayAdapter.assemble`); ``None``: it has
+    no type of that layout."""
+    for name, call, make in getattr(reg.adapters[tgt], "assemble", ()):
+        if name == layout:
+            return call, make
+    return None
 
 
 def instance_test(module: str, *names: str) -> Callable[[Any], bool]:

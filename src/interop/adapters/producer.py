@@ -1,7 +1,7 @@
 """Any other object: a CUDA Array Interface producer, a DLPack producer, or a CPU buffer
 (array interface, buffer protocol).
 
-These are sources only (so is :class:`interop.composite.Jagged`, values and offsets). Device
+These are sources only (so is :class:`interop.Jagged`, values and offsets). Device
 buffers go to the GPU consumers over the CUDA Array Interface
 (CuPy, the GPU hub, and Numba wait on the producer's ``stream`` themselves; torch is made to
 wait by its adapter); host buffers are read through NumPy, which consumes both host protocols.
@@ -14,10 +14,10 @@ from dataclasses import replace
 from typing import Any
 
 from .. import devices
-from ..composite import Jagged, describe_jagged, jagged_parts, rebuild_jagged
 from ..protocols import array_interface, cai, dlpack
 from ..view import BufferView
 from .base import STEP_COPIES, ArrayAdapter, CompositeAdapter, Edge, fixed
+from .ragged import Jagged, describe_jagged, jagged_parts, rebuild_jagged
 
 
 def _is_cai_producer(x: Any) -> bool:
@@ -184,7 +184,7 @@ JAGGED = CompositeAdapter(
     describe=lambda reg, p, tgt: describe_jagged(reg, p, tgt, "interop.Jagged"),
     devices=("cpu", "cuda"),
 )
-"""A ragged batch as :class:`interop.composite.Jagged` values and offsets (what a list column
+"""A ragged batch as :class:`interop.Jagged` values and offsets (what a list column
 or a jagged tensor gives a framework without a ragged type): converted to torch or pyarrow,
 that framework's ragged type."""
 

@@ -6,8 +6,8 @@ import sys
 from typing import Any
 
 from ..errors import NullsError
-from ..tables.nested import ARROW_NESTED
 from ..view import BufferView
+from .arrow_nested import ARROW_NESTED
 from .base import (
     ALIGNED,
     ARROW_TYPE_ID,
@@ -285,7 +285,7 @@ ADAPTER = ArrayAdapter(
 )
 
 ADAPTERS = (ARROW_NESTED, ADAPTER)
-"""Arrow's list and tensor arrays (:mod:`interop.tables.nested`), then its arrays of one
+"""Arrow's list and tensor arrays (:mod:`interop.adapters.arrow_nested`), then its arrays of one
 buffer."""
 
 

@@ -459,13 +459,13 @@ def _jagged_parts(t: Any) -> Parts:
 
 
 def _jagged_describe(reg: Any, p: Parts, tgt: str) -> str:
-    from ..composite import describe_jagged
+    from .ragged import describe_jagged
 
     return describe_jagged(reg, p, tgt, "torch jagged nested tensor")
 
 
 def _jagged_rebuild(reg: Any, p: Parts, tgt: str) -> Any:
-    from ..composite import rebuild_jagged
+    from .ragged import rebuild_jagged
 
     return rebuild_jagged(reg, p, tgt)
 

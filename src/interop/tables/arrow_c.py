@@ -11,7 +11,7 @@
   ``__arrow_c_array__``; a CUDA device is imported by pyarrow as ``pyarrow.cuda`` buffers and
   each fixed-width column is handed on as a ``__cuda_array_interface__`` over its data buffer,
   a ``fixed_size_list`` or tensor column as the N-D interface of its values
-  (:class:`interop.tables.nested.DeviceRows`) (needs a GPU; never run on the CPU-only test
+  (:class:`interop.adapters.arrow_nested.DeviceRows`) (needs a GPU; never run on the CPU-only test
   machine).
 """
 
@@ -147,7 +147,7 @@ def device_columns(batch: Any) -> list[tuple[str, Any]]:  # pragma: no cover - n
     from .columns import _arrow_kind
 
     # list and tensor columns stay Arrow arrays: the nested composite reads their device
-    # buffers (interop.tables.nested.DeviceRows)
+    # buffers (interop.adapters.arrow_nested.DeviceRows)
     return [(f.name, batch.column(i) if _arrow_kind(f.type) == "nested"
              else cupy.asarray(CudaColumn(batch.column(i))))
             for i, f in enumerate(batch.schema)]

@@ -14,7 +14,7 @@ to the registry for each column:
   ``fill_value`` replaces nulls (a copy);
 * list and tensor columns (``fixed_size_list``, ``arrow.fixed_shape_tensor``, ``list``,
   ``large_list``, ``list_view``; polars ``Array`` and ``List``): their one chunk, converted
-  as a composite (:mod:`interop.tables.nested`: an N-D array, or values and offsets);
+  as a composite (:mod:`interop.adapters.arrow_nested`: an N-D array, or values and offsets);
 * strings, structs, decimals, dictionaries ...: :class:`UnsupportedConversionError`
   naming each such column and its type, and offering ``columns=`` with the convertible ones.
 
@@ -97,7 +97,7 @@ def is_arrow_array(x: Any) -> bool:
 
 def _arrow_kind_of(t: Any) -> str:
     """``"numeric"``, ``"bool"``, ``"temporal"``, ``"nested"`` (a list or tensor column, a
-    composite of :mod:`interop.tables.nested`) or ``"unsupported"`` for an Arrow type."""
+    composite of :mod:`interop.adapters.arrow_nested`) or ``"unsupported"`` for an Arrow type."""
     types = _pa().types
     return ("bool" if types.is_boolean(t)
             else "numeric" if types.is_integer(t) or types.is_floating(t)
@@ -256,7 +256,7 @@ def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: boo
     """A list or tensor column: its one chunk (several: joined, a copy), handed to the
     registry as a composite; nulls are refused (``nulls='mask'`` and ``'fill'`` take
     columns of numbers)."""
-    from .nested import numeric_items
+    from ..adapters.arrow_nested import numeric_items
 
     if not numeric_items(col.type):
         return _unsupported(name, col.type)

@@ -23,8 +23,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..adapters.base import CompositeAdapter, Parts, instance_test
 from ..errors import InteropError, NullsError, UnsupportedConversionError
+from .base import CompositeAdapter, Parts, instance_test
 
 RAGGED = (None, "offsets", "list", "pad")
 """The values of ``ragged=``."""
@@ -276,7 +276,7 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
 
 # ---- rebuilding on the target side -------------------------------------------------------
 def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
-    from ..composite import Jagged, rebuild_jagged
+    from .ragged import Jagged, rebuild_jagged
 
     arrays, meta = dict(p.arrays), dict(p.meta)
     if p.layout == "tensor":
@@ -292,7 +292,7 @@ def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
 
 
 def describe(reg: Any, p: Parts, tgt: str) -> str:
-    from ..composite import describe_jagged
+    from .ragged import describe_jagged
 
     arrays, meta = dict(p.arrays), dict(p.meta)
     v = arrays["values"]
