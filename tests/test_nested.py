@@ -493,3 +493,12 @@ def test_a_device_column_is_read_as_device_rows_and_a_bitmap_refused_before_any_
     rows = dict(parts.arrays)["values"]
     assert isinstance(rows, nested.DeviceRows) and rows.shape == (2, 4)
     assert rows.__cuda_array_interface__["data"] == (_DeviceBuffer.address, True)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, "datetime64[ns]"])
+def test_an_n_d_array_of_booleans_or_dates_is_refused_naming_the_cast(dtype):
+    a = np.zeros((3, 4), dtype)  # Arrow's tensor type takes numbers only (pyarrow would raise)
+    with pytest.raises(UnsupportedConversionError, match="holds numbers only"):
+        interop.to_framework(a, "pyarrow")
+    assert interop.explain(a, "pyarrow").error == "unsupported"
+    assert not interop.can_convert(a, "pyarrow")

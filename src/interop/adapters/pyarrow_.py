@@ -207,6 +207,10 @@ def _np_check_any(a: Any) -> tuple[str, str] | None:
     C-contiguous)."""
     if a.ndim < 2:
         return _np_check(a)
+    if a.dtype.kind not in "iuf":
+        return UNSUPPORTED, (f"an Arrow fixed_shape_tensor holds numbers only, not {a.dtype}; "
+                             f"the array has shape {a.shape}: cast it first (booleans: "
+                             "a.astype(numpy.uint8)), or convert it as a 1-D array")
     v = _dtype_verdict(a.dtype)
     if v is not None:
         return v
