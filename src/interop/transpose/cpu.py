@@ -238,44 +238,50 @@ def _contiguous(x: Any) -> bool:
 
 # ---- the four copies --------------------------------------------------------------------
 
+def _copy(gather: bool, records: Any, n: int, record_bytes: int, offsets: Sequence[int],
+          sizes: Sequence[int], columns: Sequence[Any], cast: bool,
+          numpy_copy: Callable[[int, int], None], kernel: str | None,
+          threads: int | None) -> None:
+    """One transpose between ``n`` records of ``record_bytes`` (the rows of ``records``, its
+    ``strides[0]`` apart; field ``f`` at ``offsets[f]``, ``sizes[f]`` bytes) and
+    ``columns``: the llvm kernel where :func:`kernel` picks it (``gather``: records ->
+    columns), else ``numpy_copy(i, j)`` over blocks of rows."""
+    if n == 0:
+        return
+    k = _kernels(n * record_bytes, cast, records.strides[0], record_bytes, kernel)
+    if k is None:
+        _run_blocks(n, record_bytes, numpy_copy, threads)
+        return
+    (_gather if gather else _scatter)(k, records.ctypes.data, records.strides[0], offsets,
+                                      sizes, columns, n, threads)
+
+
 def rows_to_columns(a: Any, out: Any, kernel: str | None = None,
                     threads: int | None = None) -> None:
     """``out[j, i] = a[i, j]``: an ``(N, C)`` array into a ``(C, N)`` one of the same dtype
     whose rows are contiguous."""
     n, c = a.shape
-    if n == 0 or c == 0:
-        return
-    k = _kernels(a.size * a.itemsize, False, a.strides[0], c * a.itemsize, kernel)
-    if k is None:
-        def copy(i: int, j: int) -> None:
-            out[:, i:j] = a[i:j].T
 
-        _run_blocks(n, c * a.itemsize, copy, threads)
-        return
-    _gather(k, a.ctypes.data, a.strides[0], [j * a.strides[1] for j in range(c)],
-            [a.itemsize] * c, list(out), n, threads)
+    def copy(i: int, j: int) -> None:
+        out[:, i:j] = a[i:j].T
+
+    _copy(True, a, n * bool(c), c * a.itemsize, [j * a.strides[1] for j in range(c)],
+          [a.itemsize] * c, list(out), False, copy, kernel, threads)
 
 
 def records_to_columns(rows: Any, cols: Sequence[Any], kernel: str | None = None,
                        threads: int | None = None) -> None:
     """Each field of the 1-D structured array ``rows`` into its contiguous column."""
     names = rows.dtype.names
-    n = len(rows)
-    if n == 0:
-        return
-    k = _kernels(n * rows.dtype.itemsize, False, rows.strides[0], rows.dtype.itemsize,
-                 kernel)
-    if k is None:
-        def copy(i: int, j: int) -> None:
-            blk = rows[i:j]
-            for name, col in zip(names, cols):
-                col[i:j] = blk[name]
-
-        _run_blocks(n, rows.dtype.itemsize, copy, threads)
-        return
     fields = [rows.dtype.fields[name] for name in names]
-    _gather(k, rows.ctypes.data, rows.strides[0], [f[1] for f in fields],
-            [f[0].itemsize for f in fields], cols, n, threads)
+
+    def copy(i: int, j: int) -> None:
+        blk = rows[i:j]
+        for name, col in zip(names, cols):
+            col[i:j] = blk[name]
+
+    _copy(True, rows, len(rows), rows.dtype.itemsize, [f[1] for f in fields],
+          [f[0].itemsize for f in fields], cols, False, copy, kernel, threads)
 
 
 def columns_to_rows(arrays: Sequence[Any], out: Any, kernel: str | None = None,
@@ -283,21 +289,16 @@ def columns_to_rows(arrays: Sequence[Any], out: Any, kernel: str | None = None,
     """``out[:, j] = arrays[j]``: 1-D columns into an ``(N, C)`` array whose rows are
     contiguous (columns of another dtype are cast as NumPy assignment casts)."""
     n, c = out.shape
-    if n == 0 or c == 0:
-        return
     dt = out.dtype
-    cast = not all(x.dtype == dt and _contiguous(x) for x in arrays)
-    k = _kernels(out.size * dt.itemsize, cast, out.strides[0], c * dt.itemsize, kernel)
-    if k is None:
-        def copy(i: int, j: int) -> None:
-            blk = out[i:j]
-            for col, x in enumerate(arrays):
-                blk[:, col] = x[i:j]
 
-        _run_blocks(n, c * dt.itemsize, copy, threads)
-        return
-    _scatter(k, out.ctypes.data, out.strides[0], [j * dt.itemsize for j in range(c)],
-             [dt.itemsize] * c, arrays, n, threads)
+    def copy(i: int, j: int) -> None:
+        blk = out[i:j]
+        for col, x in enumerate(arrays):
+            blk[:, col] = x[i:j]
+
+    cast = not all(x.dtype == dt and _contiguous(x) for x in arrays)
+    _copy(False, out, n * bool(c), c * dt.itemsize, [j * dt.itemsize for j in range(c)],
+          [dt.itemsize] * c, arrays, cast, copy, kernel, threads)
 
 
 def columns_to_records(arrays: Sequence[Any], out: Any, kernel: str | None = None,
@@ -305,23 +306,16 @@ def columns_to_records(arrays: Sequence[Any], out: Any, kernel: str | None = Non
     """Column ``j`` into field ``j`` of the 1-D structured array ``out`` (cast as NumPy
     assignment casts where its dtype differs from the field's)."""
     names = out.dtype.names
-    n = len(out)
-    if n == 0:
-        return
     fields = [out.dtype.fields[name] for name in names]
-    cast = not all(x.dtype == f[0] and _contiguous(x) for x, f in zip(arrays, fields))
-    k = _kernels(n * out.dtype.itemsize, cast, out.strides[0], out.dtype.itemsize,
-                 kernel)
-    if k is None:
-        def copy(i: int, j: int) -> None:
-            blk = out[i:j]
-            for name, x in zip(names, arrays):
-                blk[name] = x[i:j]
 
-        _run_blocks(n, out.dtype.itemsize, copy, threads)
-        return
-    _scatter(k, out.ctypes.data, out.strides[0], [f[1] for f in fields],
-             [f[0].itemsize for f in fields], arrays, n, threads)
+    def copy(i: int, j: int) -> None:
+        blk = out[i:j]
+        for name, x in zip(names, arrays):
+            blk[name] = x[i:j]
+
+    cast = not all(x.dtype == f[0] and _contiguous(x) for x, f in zip(arrays, fields))
+    _copy(False, out, len(out), out.dtype.itemsize, [f[1] for f in fields],
+          [f[0].itemsize for f in fields], arrays, cast, copy, kernel, threads)
 
 
 # ---- the NumPy kernel's blocks and threads ----------------------------------------------
