@@ -355,6 +355,8 @@ def to_host(x: Any) -> np.ndarray:
         # JAX's own DLPack export, read by the test's reader (np.asarray(x) caches its first
         # read, so a later write through another side would not be seen)
         return np.array(oracles.array(x.__dlpack__()))
+    if mod == "pyarrow" and type(x).__name__ == "FixedShapeTensorArray":
+        return np.array(x.to_numpy_ndarray())  # an N-D array's rows, as Arrow reads them
     if mod == "pyarrow":
         return np.array(x.to_numpy(zero_copy_only=False))
     if mod in ("pandas", "polars"):
@@ -391,6 +393,11 @@ def span(x: Any) -> tuple[int, int] | None:
 
         if not len(x) or pa.types.is_boolean(x.type):
             return None
+        if isinstance(x, pa.FixedShapeTensorArray):  # its rows, in the storage's values
+            rows, x = x.storage, x.storage.values
+            width = x.type.bit_width // 8
+            lo = x.buffers()[1].address + (x.offset + rows.offset * rows.type.list_size) * width
+            return lo, lo + len(rows) * rows.type.list_size * width
         width = x.type.bit_width // 8
         lo = x.buffers()[1].address + x.offset * width
         return lo, lo + len(x) * width
@@ -480,6 +487,10 @@ def first_address(x: Any) -> int | None:
         return x.data_ptr()
     if mod in ("jax", "jaxlib"):
         return x.unsafe_buffer_pointer()
+    if mod == "pyarrow" and type(x).__name__ == "FixedShapeTensorArray":
+        rows, leaf = x.storage, x.storage.values  # its rows, in the storage's values
+        return leaf.buffers()[1].address + (leaf.offset + rows.offset * rows.type.list_size) \
+            * (leaf.type.bit_width // 8)
     if mod == "pyarrow":
         return x.buffers()[1].address + x.offset * (x.type.bit_width // 8)
     if mod == "pandas" and isinstance(x.dtype, np.dtype):
