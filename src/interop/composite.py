@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .adapters.base import CompositeAdapter, Parts
-from .errors import NullsError, ZeroCopyError
+from .errors import NullsError, UnsupportedConversionError, ZeroCopyError
 
 Convert = Callable[[Any], Any]
 
@@ -98,6 +98,9 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
         parts = take(adapter, x, options, reg)
     except NullsError as e:  # nulls no copy fills (integers): what the conversion raises
         return Plan(adapter.name, tgt, (), False, (str(e),), supported=False, error="nulls")
+    except UnsupportedConversionError as e:  # a value of the kind it cannot take apart
+        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
+                    error="unsupported")
     why = blocked(adapter, parts, copy)
     if why is not None:
         return Plan(adapter.name, tgt, (), False, (why,), supported=False,

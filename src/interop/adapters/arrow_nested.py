@@ -24,6 +24,7 @@ import sys
 from typing import Any
 
 from ..errors import InteropError, NullsError, UnsupportedConversionError
+from ..view import BufferView
 from .base import CompositeAdapter, Parts, instance_test
 
 RAGGED = (None, "offsets", "list", "pad")
@@ -274,6 +275,15 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
     return _ragged(x, ragged, fill_value)
 
 
+def buffers(x: Any) -> list[BufferView]:
+    """Every buffer of ``x``'s tree (validity, offsets, sizes, the leaf values), whole, as byte
+    views: what :func:`interop.shares_memory` reads (a slice shares its parent's buffers; an
+    empty array holds none of their bytes)."""
+    return [BufferView(b.address, (b.size,), (1,), 1, "|u1",
+                       ("cpu", 0) if b.is_cpu else ("cuda", 0), True, x)
+            for b in x.buffers() if b is not None and b.size] if len(x) else []
+
+
 # ---- rebuilding on the target side -------------------------------------------------------
 def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
     from .ragged import Jagged, rebuild_jagged
@@ -318,6 +328,7 @@ ARROW_NESTED = CompositeAdapter(
     is_value=instance_test("pyarrow", "FixedSizeListArray", "ListArray", "LargeListArray",
                            "ListViewArray", "LargeListViewArray", "FixedShapeTensorArray"),
     parts=parts,
+    buffers=buffers,
     rebuild=rebuild,
     describe=describe,
     options=OPTIONS,

@@ -207,7 +207,11 @@ class CompositeAdapter:
     is_value: Callable[[Any], bool] = field(default=_never)
     parts: Callable[..., Parts] | None = None
     """The value taken apart (:class:`Parts`), given the call's :attr:`options` as keywords
-    when it declares some; :func:`interop.shares_memory` reads it too."""
+    when it declares some; :func:`interop.shares_memory` reads it too, unless
+    :attr:`buffers` is given."""
+    buffers: Callable[[Any], list[BufferView]] | None = None
+    """Every buffer the value occupies, for :func:`interop.shares_memory`, where taking it
+    apart may copy a part (rebased offsets); ``None``: its parts are views of all of it."""
     rebuild: Callable[[Any, Parts, str], Any] | None = None
     """``(registry, converted parts, target)`` -> the value on the target side."""
     convert: Callable[..., Any] | None = None

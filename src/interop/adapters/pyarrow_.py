@@ -170,8 +170,8 @@ def _ranges(x: Any) -> list[tuple[int, int]]:
         return out
     try:
         width = t.bit_width
-    except ValueError:  # variable width or nested: every buffer, whole
-        return out + [(b.address, b.address + b.size) for b in bufs[1:] if b is not None]
+    except ValueError:  # variable width or nested: every buffer, whole (empty: none)
+        return out + [(b.address, b.address + b.size) for b in bufs[1:] if b is not None and n]
     if not width or len(bufs) < 2 or bufs[1] is None:  # the null type: no values
         return out
     if width == 1:
