@@ -504,10 +504,13 @@ def regions(x: Any) -> list[tuple[str, int, int]]:
     """Every non-empty byte range ``(device, lo, hi)`` that ``x``'s elements occupy, by its
     framework's own accessors (every buffer of a value of several: Arrow's validity bitmap,
     values and offsets; a pandas masked array's mask; polars read through its Arrow C
-    stream by pyarrow). A NumPy scalar has none (each read of it is a new array)."""
+    stream by pyarrow). A NumPy scalar of a number occupies its own memory (what its buffer
+    protocol exposes, read-only); any other scalar has none (each read of it is a new array)."""
     mod = type(x).__module__.partition(".")[0]
     if isinstance(x, np.generic):
-        return []
+        if x.dtype.kind not in "biufc":
+            return []
+        return [("cpu", *r) for r in _numpy_region(np.asarray(memoryview(x)))]
     if isinstance(x, np.ndarray):
         return [("cpu", *r) for r in _numpy_region(x)]
     if mod == "pyarrow":

@@ -189,6 +189,24 @@ def test_shares_memory_of_non_arrays_is_false():
     a = aligned(np.arange(3.0))
     assert not interop.shares_memory([1, 2], a)
     assert not interop.shares_memory(a, object())
+    for x in (1.5, [1, 2], {"a": "b"}, object()):  # no memory: not even with themselves
+        assert not interop.shares_memory(x, x)
+
+
+def test_a_value_whose_buffers_are_unreadable_shares_memory_with_itself():
+    """A polars ``Object`` Series (and a ``Decimal`` one, where polars' Arrow export copies
+    its buffers) has no buffer interop reads: it still shares its memory with itself, and
+    with nothing else known."""
+    from decimal import Decimal
+
+    pl = pytest.importorskip("polars")
+    for s in (pl.Series([object(), object()], dtype=pl.Object),
+              pl.Series([Decimal("1.5"), Decimal("2.25")])):
+        assert interop.shares_memory(s, s), s.dtype
+        other = pl.Series([object()], dtype=pl.Object)
+        assert not interop.shares_memory(s, other) and not interop.shares_memory(other, s)
+    empty = pl.Series([], dtype=pl.Object)
+    assert not interop.shares_memory(empty, empty)  # as an empty array: no memory to share
 
 
 # ---- frameworks ------------------------------------------------------------------------

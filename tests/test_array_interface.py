@@ -126,10 +126,14 @@ MALFORMED = [
     ("shape-float", {"shape": (4.0,), "typestr": "<f8", "data": (_PTR, False)}, "['shape']"),
     ("shape-negative", {"shape": (-1,), "typestr": "<f8", "data": (_PTR, False)},
      "['shape']"),
-    ("typestr-bad", {"shape": (4,), "typestr": "float64", "data": (_PTR, False)},
+    ("typestr-bad", {"shape": (4,), "typestr": "<f9", "data": (_PTR, False)},
      "['typestr']"),
     ("typestr-kind", {"shape": (4,), "typestr": "<z8", "data": (_PTR, False)}, "['typestr']"),
     ("typestr-type", {"shape": (4,), "typestr": 8, "data": (_PTR, False)}, "['typestr']"),
+    ("typestr-object", {"shape": (4,), "typestr": "|O8", "data": (_PTR, False)},
+     "object references"),
+    ("descr-object", {"shape": (4,), "typestr": "|V8", "descr": [("a", "|O8")],
+                      "data": (_PTR, False)}, "object references"),
     ("version", {"shape": (4,), "typestr": "<f8", "data": (_PTR, False), "version": 2},
      "version"),
     ("strides-len", {"shape": (4,), "typestr": "<f8", "data": (_PTR, False),
@@ -185,3 +189,17 @@ def test_view_of_numpy_describes_the_buffer():
     assert not v.readonly and not v.is_c_contiguous()
     a.flags.writeable = False
     assert array_interface.view_of_numpy(a).readonly
+
+
+@pytest.mark.parametrize(("typestr", "dtype"), [("=f", np.float32), ("=d", np.float64),
+                                                ("f8", np.float64), ("<i", np.int32),
+                                                ("=f8", np.float64), ("|S8", "S8")])
+def test_a_typestr_numpy_reads_is_read(typestr, dtype):
+    """A typestr NumPy reads (``'=f'``: native float32, with no size) is read, over the
+    producer's memory, as NumPy reads it; ``explain`` and ``can_convert`` agree."""
+    want = np.dtype(dtype)
+    obj = Raw({"shape": (32 // want.itemsize,), "typestr": typestr, "data": (_PTR, False),
+               "version": 3})
+    out = interop.to_framework(obj, "numpy")
+    assert out.dtype == want and out.ctypes.data == _PTR
+    assert interop.can_convert(obj, "numpy") and interop.explain(obj, "numpy").zero_copy

@@ -31,8 +31,6 @@ from interop.errors import (  # noqa: E402
     ZeroCopyError,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # torch: read-only NumPy input
-
 
 @pytest.fixture(scope="module")
 def client():
@@ -244,7 +242,7 @@ def test_dataframe_columns_option_and_series(client) -> None:
     got = client.gather(client.compute(idask.to_framework(ddf, "torch", columns=["b"])))
     assert [list(p) for p in got] == [["b"], ["b"]]
     series = client.gather(client.compute(idask.to_framework(ddf["a"], "torch")))
-    assert torch.equal(torch.cat(series), torch.from_numpy(df["a"].to_numpy()))
+    assert torch.equal(torch.cat(series), torch.tensor(df["a"].to_numpy()))
     same = idask.to_framework(ddf["b"], "pandas", copy=True)
     assert isinstance(same, dd.Series) and same.divisions == ddf.divisions
     pd.testing.assert_series_equal(same.partitions[1].compute(), df["b"].iloc[6:])

@@ -95,7 +95,7 @@ def test_cupy_devices_are_read_without_a_gpu() -> None:
                     outcome(interop.to_framework, x, target, device=f"cuda:{n}")
 
 
-NOT_DEVICES = [0, 1, True, 1.5, b"cpu", ["cpu"], ("cpu",), (1, 0), {"type": "cpu"}, object(),
+NOT_DEVICES = [0, 1, True, 1.5, b"cpu", ["cpu"], ("cpu",), (1, 0.0), {"type": "cpu"}, object(),
                np.arange(2), np.float64(0.0)]
 
 
@@ -144,3 +144,28 @@ def test_recognising_a_device_object_imports_no_framework() -> None:
     got = json.loads(r.stdout)
     assert got == {"out": [True, True, "numpy cannot hold data on 'cuda:0' (it supports "
                                        "['cpu'])"], "imported": []}, got
+
+
+@pytest.mark.parametrize(("pair", "name"),
+                         [((1, 0), "cpu"), ((2, 0), "cuda:0"), ((2, 1), "cuda:1")])
+def test_a_dlpack_device_pair_means_the_string_of_its_device(pair, name):
+    """``device=x.__dlpack_device__()`` (a DLPack ``(device_type, device_id)`` pair; torch's
+    comes as its own ``IntEnum``) means what the string of that device means, in
+    ``to_framework``, ``explain`` and ``can_convert`` alike, on any machine."""
+    x = np.arange(4, dtype=np.float32)
+    assert device_name(pair) == name
+    for target in ("numpy", "torch"):
+        for call in (interop.to_framework, interop.explain, interop.can_convert):
+            assert outcome(call, x, target, device=pair) == outcome(call, x, target, device=name)
+    assert device_name(torch.ones(2).__dlpack_device__()) == "cpu"
+    assert device_name(x.__dlpack_device__()) == "cpu"
+
+
+@pytest.mark.parametrize(("pair", "says"), [((10, 0), "ROCM"), ((3, 0), "CUDA_HOST"),
+                                            ((99, 0), "type 99"), ((True, 0), "not a device"),
+                                            ((1,), "not a device"), ((1, 0, 0), "not a device")])
+def test_a_dlpack_pair_of_another_device_is_refused_clearly(pair, says):
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(DeviceError, match=says):
+        interop.to_framework(x, "torch", device=pair)
+    assert not interop.can_convert(x, "torch", device=pair)

@@ -37,9 +37,6 @@ pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:The given NumPy array is not writable:UserWarning")
-
 REG = api.REGISTRY
 TARGETS = ("torch", "jax", "pyarrow", "polars", "pandas")
 F32 = np.float32

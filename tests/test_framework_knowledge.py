@@ -40,6 +40,12 @@ def test_the_type_test_imports_nothing_reads_the_classes_once_imported_and_cache
     again.Thing = Other
     monkeypatch.setitem(sys.modules, "fake_framework_for_a_test", again)
     assert is_thing(Other()) and not is_thing(Thing())
+
+    class Swapped:
+        pass
+
+    monkeypatch.setattr(again, "Thing", Swapped)  # a class swapped in (a test's stand-in)
+    assert is_thing(Swapped())
     monkeypatch.setitem(sys.modules, "fake_framework_for_a_test", None)
     assert not is_thing(Other())
 

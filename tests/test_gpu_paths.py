@@ -410,12 +410,12 @@ def test_a_source_that_cannot_reach_the_copy_hub_goes_through_the_host(monkeypat
     """A device value whose hand-over to the copy hub itself needs a copy (its export check
     refuses it as it is, as TensorFlow's does for float8) is copied through the host, never
     sent round the copy route again. Stand-ins: JAX's export check refuses every array, and
-    torch's host-to-device copy is ``torch.from_numpy`` (no device here)."""
+    torch's host-to-device copy is ``torch.tensor`` (a copy on the host: no device here)."""
     import jax.numpy as jnp
 
     monkeypatch.setitem(sys.modules, "cupy", None)
     reg = build()
     reg.add(replace(reg.adapters["jax"], export_check=lambda x: (NEEDS_COPY, "stand-in")))
-    reg.add(replace(reg.adapters["torch"], to_device=lambda a, i: torch.from_numpy(a)))
+    reg.add(replace(reg.adapters["torch"], to_device=lambda a, i: torch.tensor(a)))
     t = reg.runner.copy_route("jax", jnp.arange(3.0), "torch", "cuda")
     np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0])

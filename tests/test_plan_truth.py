@@ -222,11 +222,21 @@ def test_an_odd_stride_on_a_size_one_axis_goes_to_torch_zero_copy():
 
 
 @pytest.mark.parametrize("scalar", [np.float64(1.0), np.int8(3), np.bool_(True)])
-def test_a_numpy_scalar_is_planned_as_the_copy_it_is(scalar):
+def test_a_numpy_scalar_of_a_number_is_planned_as_the_view_it_is(scalar):
+    """A number's scalar is handed over as its own memory, read-only (as NumPy exports it
+    over DLPack); tests/test_numpy_scalars.py covers every dtype and target."""
+    plan = interop.explain(scalar, "numpy", copy=False)
+    assert plan.supported and plan.zero_copy
+    got = interop.to_framework(scalar, "numpy", copy=False)
+    assert got.shape == () and got == scalar and not got.flags.writeable
+    assert interop.shares_memory(scalar, got)
+
+
+@pytest.mark.parametrize("scalar", [np.str_("ab"), np.datetime64("2020-01-02")])
+def test_a_numpy_scalar_of_no_number_is_planned_as_the_copy_it_is(scalar):
     plan = interop.explain(scalar, "numpy")
     assert plan.supported and not plan.zero_copy and "scalar" in " ".join(plan.reasons)
     assert not interop.explain(scalar, "numpy", copy=False).supported
-    assert not interop.can_convert(scalar, "torch", copy=False)
     with pytest.raises(ZeroCopyError, match="scalar"):
         interop.to_framework(scalar, "numpy", copy=False)
     got = interop.to_framework(scalar, "numpy")

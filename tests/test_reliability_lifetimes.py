@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,3 +112,43 @@ def test_unconsumed_capsule_frees_its_producer():
     del cap
     gc.collect()
     assert ref() is None                     # and lets it go when dropped unused
+
+
+def test_a_result_freed_at_interpreter_exit_prints_nothing():
+    """The owner of a DLPack-only source's memory calls the producer's deleter when the last
+    array over it goes, which at interpreter exit can be after the module's globals were set
+    to ``None`` (the interpreter clears a module that is still alive, underscore names first).
+    A child process does that to ``interop.protocols.dlpack`` (as ``_PyModule_ClearDict``
+    does) and then lets the results go: the deleter still runs (the producer is freed, a
+    weakref says) and nothing is printed ("Exception ignored in: <function _Owner.__del__>
+    ... TypeError: 'NoneType' object is not callable" before)."""
+    from helpers import run_child
+
+    r = run_child("""
+        import gc, sys, weakref
+        sys.path.insert(0, TESTS)
+        import numpy as np, torch
+        import interop
+        from interop.protocols import dlpack
+        from helpers import DLPackOnly
+
+        for _ in range(2):  # plan both pairs first (a pair's first source is kept until its
+            for target in ("numpy", "torch"):  # second call makes the fast form)
+                interop.to_framework(DLPackOnly(np.zeros(4)), target)
+        src = np.arange(4.0)
+        alive = weakref.ref(src)
+        x = DLPackOnly(src)
+        results = [interop.to_framework(x, "numpy"), interop.to_framework(x, "torch")]
+        del x, src
+        gc.collect()
+        assert alive() is not None  # the results hold the producer's memory
+        module = vars(dlpack)
+        for name in [n for n in module if n.startswith("_") and not n.startswith("__")]:
+            module[name] = None  # what the interpreter does to a module still alive at exit
+        del results
+        gc.collect()
+        assert alive() is None, "the deleter did not run"
+        print("freed")
+    """.replace("TESTS", repr(str(Path(__file__).parent))))
+    assert r.returncode == 0 and "freed" in r.stdout, r.stdout + r.stderr
+    assert "Exception ignored" not in r.stderr and r.stderr == "", r.stderr

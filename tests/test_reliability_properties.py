@@ -1011,6 +1011,16 @@ def test_random_search_of_nulls_producers_and_kept_plans_with_a_fresh_seed() -> 
 
 
 @pytest.mark.slow
+def test_random_structures_search_with_a_fresh_seed() -> None:
+    """Random structures (issue 36's training states among them: typed JAX keys, NumPy
+    scalars, bytes, scalar-only and empty containers, dict subclasses with attributes,
+    structures containing themselves) at the slow profile's size, with a fresh seed."""
+    counts = search("test_random_structures_keep_the_contract", "not tensorflow and not paddle",
+                    non_empty=0.3)  # scalar-only, empty and self-containing ones are cases
+    assert counts["supported"] < counts["cases"], counts  # refusals (keys, cycles) were met
+
+
+@pytest.mark.slow
 @pytest.mark.tensorflow
 def test_tensorflow_random_search_with_a_fresh_seed() -> None:
     search("test_tensorflow_pair_keeps_the_contract", "tensorflow",
@@ -1026,24 +1036,45 @@ def test_paddle_random_search_with_a_fresh_seed() -> None:
 # ---- structures: random trees of leaves of several frameworks ---------------------------------
 # The same contract, leaf by leaf, for nested dicts, lists, tuples, named tuples and OrderedDicts
 # (depth, leaf types, mixed frameworks, empty containers, None and other kept leaves, one leaf
-# appearing twice). The structure is read by the test's own walk below, not interop's.
+# appearing twice), and what training states hold (issue 36): typed JAX PRNG keys, NumPy
+# scalars, bytes, containers of scalars only, dict subclasses carrying attributes (a torch
+# state_dict's ``_metadata``) and structures that contain themselves. The structure is read by
+# the test's own walk below, not interop's.
 
 Pair = __import__("collections").namedtuple("Pair", "first second")
 STRUCTURE_SOURCES = ("numpy", "torch", "jax")
 STRUCTURE_TARGETS = ("numpy", "torch", "jax", "pyarrow")
-KEPT = (None, 3, "s", 2.5)
+KEPT = (None, 3, "s", 2.5, b"\x00\x01")
+SCALARS = "bBhHiIlLqQefdFD"
+"""The NumPy scalar types drawn as leaves (no bool: ``np.True_`` is a singleton the write
+proof must not touch)."""
+
+
+class Attributed(dict):
+    """A dict subclass whose instances carry attributes (a config object, ``Columns``)."""
 
 
 @st.composite
 def tree_specs(draw, depth: int = 0) -> Any:
     """A tree of ``("leaf", framework, layout, slot)`` (one slot drawn twice: one object at two
-    paths), ``("kept", value)`` and ``(kind, children)`` nodes."""
+    paths), ``("kept", value)``, ``("key", seed)`` (a typed JAX PRNG key), ``("scalar",
+    char, slot)`` (a NumPy scalar) and ``(kind, children)`` nodes; a ``("cycle", children)``
+    node holds itself besides its children."""
     if depth >= 3 or (depth and draw(st.integers(0, 2)) == 0):
-        if draw(st.integers(0, 3)) == 0:
+        pick = draw(st.integers(0, 9))
+        if pick <= 2:
             return ("kept", draw(st.sampled_from(KEPT)))
+        if pick == 3:
+            return ("key", draw(st.integers(0, 3)))
+        if pick == 4:
+            return ("scalar", draw(st.sampled_from(SCALARS)), draw(st.integers(6, 8)))
         return ("leaf", draw(st.sampled_from(STRUCTURE_SOURCES)),
                 draw(layouts(max_ndim=2)), draw(st.integers(0, 5)))
-    kind = draw(st.sampled_from(["dict", "list", "tuple", "pair", "ordered"]))
+    kind = draw(st.sampled_from(["dict", "list", "tuple", "pair", "ordered", "scalars",
+                                 "metadata", "attributed", "cycle"]))
+    if kind == "scalars":  # a container of kept leaves only (an optimizer's empty state)
+        return ("dict", [("kept", v) for v in draw(st.lists(st.sampled_from(KEPT),
+                                                            min_size=1, max_size=3))])
     n = 2 if kind == "pair" else draw(st.integers(0, 4))
     return (kind, [draw(tree_specs(depth + 1)) for _ in range(n)])
 
@@ -1055,6 +1086,17 @@ def build_tree(spec: Any, slots: dict) -> Any:
     tag = spec[0]
     if tag == "kept":
         return spec[1]
+    if tag == "key":
+        import jax
+
+        return jax.random.key(spec[1])
+    if tag == "scalar":
+        _, char, slot = spec
+        if slot not in slots:  # the scalar's own memory, read by NumPy's buffer protocol
+            s = np.dtype(char).type(7)
+            slots[slot] = Source("scalar", s, np.asarray(memoryview(s)), np.array(s), False,
+                                 readonly=True)
+        return slots[slot].value
     if tag == "leaf":
         _, fw, lay, slot = spec
         if slot not in slots:
@@ -1069,7 +1111,32 @@ def build_tree(spec: Any, slots: dict) -> Any:
     if tag == "pair":
         return Pair(*children)
     items = [(f"k{i}", c) for i, c in enumerate(children)]
-    return dict(items) if tag == "dict" else collections.OrderedDict(items)
+    if tag == "dict":
+        return dict(items)
+    if tag == "cycle":
+        out = dict(items)
+        out["self"] = out
+        return out
+    if tag == "attributed":
+        out = Attributed(items)
+        out.tag = {"run": len(items)}
+        return out
+    out = collections.OrderedDict(items)
+    if tag == "metadata":  # a torch state_dict: per-module versions for load_state_dict
+        out._metadata = {"": {"version": 1}}
+    return out
+
+
+def has_cycle(spec: Any) -> bool:
+    return spec[0] == "cycle" or (spec[0] not in ("kept", "key", "scalar", "leaf")
+                                  and any(has_cycle(c) for c in spec[1]))
+
+
+def is_key(x: Any) -> bool:
+    """A typed JAX PRNG key array (its dtype is no NumPy dtype), by JAX's own test."""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.Array) and jax.dtypes.issubdtype(
+        x.dtype, jax.dtypes.prng_key)
 
 
 def tree_leaves(x: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -1089,7 +1156,11 @@ def same_shape(a: Any, b: Any) -> bool:
         return True
     if type(a) is not type(b):
         return False
-    if isinstance(a, dict):
+    if isinstance(a, dict):  # a dict subclass's attributes too, the same objects
+        attrs = getattr(a, "__dict__", {})
+        if attrs.keys() != getattr(b, "__dict__", {}).keys() or any(
+                getattr(b, k) is not v for k, v in attrs.items()):
+            return False
         return list(a) == list(b) and all(same_shape(a[k], b[k]) for k in a)
     return len(a) == len(b) and all(same_shape(x, y) for x, y in zip(a, b))
 
@@ -1097,13 +1168,20 @@ def same_shape(a: Any, b: Any) -> bool:
 def check_tree(spec: Any, tgt: str) -> None:
     """The contract for one random structure, every ``copy=``, the cached plan included."""
     opts = {"structure": "tree"} if tgt == "pyarrow" else {}
-    default = interop.explain(build_tree(spec, {}), tgt, **opts)
+    if has_cycle(spec):
+        check_cycle(spec, tgt, opts)
+        return
     for copy in COPY_MODES:  # fresh sources each time: a write through one changes it
         sources: dict = {}
         value = build_tree(spec, sources)
+        # the copy=None plan of this very value (a scalar's address, so its alignment, is
+        # the object's own: another build of the same spec may differ)
+        default = interop.explain(value, tgt, **opts)
         paths = tree_leaves(value)
+        keys = {p for p, v in paths if is_key(v)}
         arrays = {p: v for p, v in paths
-                  if v is not None and not isinstance(v, (int, float, str))}
+                  if v is not None and type(v) not in (int, float, str, bytes)
+                  and p not in keys}  # (a NumPy float64 scalar is a float: an array leaf)
         by_id = {id(s.value): s for s in sources.values() if s is not None}
         plan = interop.explain(value, tgt, copy=copy, **opts)
         can = interop.can_convert(value, tgt, copy=copy, **opts)
@@ -1117,8 +1195,17 @@ def check_tree(spec: Any, tgt: str) -> None:
         (res, err), (res2, err2) = results
         assert type(err) is type(err2), f"{here}\nfirst {err!r}, cached {err2!r}"
         assert plan.supported == can == (err is None), f"{here}\ncan={can}, error {err!r}"
-        if not arrays and paths:
-            assert err is not None and "holds no array" in str(err), f"{here}\n{err!r}"
+        _record("structure", tgt, Outcome(empty=not arrays, supported=err is None))
+        if keys and (tgt != "jax" or copy is True):  # a key holds no numbers: refused,
+            # naming key_data (kept as it is into JAX, where no copy is asked for)
+            refused = [plan.leaves[p] for p in sorted(keys)]
+            assert all(not p.supported and "jax.random.key_data" in " ".join(p.reasons)
+                       for p in refused), f"{here}\n{refused}"
+            assert isinstance(err, UnsupportedConversionError) or not default.supported, here
+            continue
+        if not arrays:  # nothing to convert: the structure comes back as it is
+            assert err is None and res == value and res2 == value, f"{here}\n{err!r}"
+            assert plan.zero_copy, here
             continue
         if err is not None:
             assert "leaf [" in str(err) or "leaf ." in str(err), f"{here}\n{err}"
@@ -1132,7 +1219,7 @@ def check_tree(spec: Any, tgt: str) -> None:
             assert same_shape(value, out), f"{here}\n{value!r}\n{out!r}"
             got = dict(tree_leaves(out))
             for path, leaf in paths:
-                if path not in arrays:
+                if path not in arrays:  # kept, or a key into JAX: the same object
                     assert got[path] is leaf, f"{here}\nkept leaf {path} changed"
                     continue
                 src = by_id[id(leaf)]
@@ -1147,9 +1234,23 @@ def check_tree(spec: Any, tgt: str) -> None:
         if copy is None:
             for path in arrays:
                 src = by_id[id(arrays[path])]
+                if src.framework == "scalar":  # a scalar is immutable: pointers prove it
+                    continue
                 if src.expected.size and plan.leaves[path].zero_copy:
                     write_through(src, dict(tree_leaves(res))[path], tgt)
                     break
+
+
+def check_cycle(spec: Any, tgt: str, opts: dict) -> None:
+    """A structure that contains itself: a clear error naming where, from all three calls."""
+    for copy in COPY_MODES:
+        value = build_tree(spec, {})
+        with pytest.raises(UnsupportedConversionError, match="contains itself"):
+            interop.to_framework(value, tgt, copy=copy, **opts)
+        with pytest.raises(UnsupportedConversionError, match="contains itself"):
+            interop.explain(value, tgt, copy=copy, **opts)
+        assert not interop.can_convert(value, tgt, copy=copy, **opts)
+        _record("structure", tgt, Outcome(empty=True))
 
 
 @pytest.mark.parametrize("tgt", STRUCTURE_TARGETS)

@@ -188,10 +188,9 @@ def test_explain_can_convert_shares_memory_take_structures():
     assert not interop.shares_memory(out, torch.zeros(3))
 
 
-def test_a_structure_of_no_arrays_is_refused_and_empty_ones_convert():
-    with pytest.raises(UnsupportedConversionError, match="holds no array"):
-        interop.to_framework([1, 2, 3], "torch")
-    assert not interop.can_convert([1, 2, 3], "torch")
+def test_a_structure_of_no_arrays_comes_back_as_it_is_and_empty_ones_convert():
+    assert interop.to_framework([1, 2, 3], "torch") == [1, 2, 3]
+    assert interop.can_convert([1, 2, 3], "torch")
     assert interop.to_framework([], "torch") == []
     assert interop.to_framework({"a": [], "b": ()}, "torch") == {"a": [], "b": ()}
 

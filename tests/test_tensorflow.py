@@ -26,6 +26,7 @@ from helpers import (
     assert_zero_copy_with_every_cpu_framework,
     check_narrowed,
     report_upstream,
+    run_child,
     run_cli_json,
 )
 from interop.errors import UnsupportedConversionError, ZeroCopyError
@@ -229,7 +230,7 @@ def test_read_only_numpy_to_tensorflow_is_zero_copy_and_stays_unwritten(tf):
 def test_writable_numpy_to_tensorflow_records_the_hazard(tf):
     a = values(DTYPES["float32"], (8,))
     plan = interop.explain(a, "tensorflow")
-    assert any("TensorFlow treats tensors as immutable" in h for h in plan.hazards), plan
+    assert any("TensorFlow treats its arrays as immutable" in h for h in plan.hazards), plan
 
 
 # ---- layouts and guards -----------------------------------------------------------------------
@@ -365,7 +366,9 @@ def test_raw_tensorflow_string_dlpack_aborts_but_interop_refuses(tf):
         assert not plan.supported and plan.error == "unsupported", (tgt, plan)
         with pytest.raises(UnsupportedConversionError, match="string"):
             interop.to_framework(s, tgt)
-    assert not interop.shares_memory(s, s)  # no view: never calls __dlpack__
+    # its memory is its own although interop reads none of it (no view: __dlpack__, which
+    # aborts, is never called); it shares none with another tensor of the same strings
+    assert interop.shares_memory(s, s) and not interop.shares_memory(s, tf.constant(["a", "b"]))
 
 
 @pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
@@ -510,3 +513,58 @@ def test_table_tensorflow_cells(live_table):
 
 # The docs examples, the committed table's freshness, the doctor's pitfalls and the GPU round
 # trips are tests/test_optional_suite.py's, parametrized over the optional frameworks.
+
+
+class _Buffer:
+    """A value of a framework TensorFlow's adapter has never heard of, over NumPy array ``a``."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+
+@pytest.mark.parametrize("writable", [True, False])
+def test_a_new_writable_source_into_tensorflow_records_the_hazard(tf, writable):
+    """The "source stays writable" hazard of a DLPack step into TensorFlow comes from the
+    source's own view (its read-only flag), not from a list of framework names: a framework
+    registered at run time gets it when its memory is writable, and not when it is not."""
+    from interop.adapters.base import ArrayAdapter
+    from interop.default import build as new_registry
+    from interop.protocols.array_interface import view_of_numpy
+
+    reg = new_registry()
+    reg.add(ArrayAdapter(name="buffer-framework", is_value=lambda x: isinstance(x, _Buffer),
+                         view=lambda b: view_of_numpy(b.a), device=lambda b: ("cpu", 0),
+                         to_numpy=lambda b: b.a, export_dlpack=lambda b: b.a))
+    a = values(DTYPES["float32"], (16,))
+    a.flags.writeable = writable
+    plan = reg.explain(_Buffer(a), "tensorflow")
+    said = any("stays writable" in h for h in plan.hazards)
+    assert said == writable, plan
+    t = reg.convert(_Buffer(a), "tensorflow")
+    if writable:  # over DLPack, zero-copy; a read-only buffer is copied (legacy capsules only)
+        assert plan.zero_copy and any("DLPack" in s.via for s in plan.steps), plan
+        assert oracles.pointer(t) == a.ctypes.data
+
+
+def test_a_dali_tensor_into_tensorflow_records_the_hazard(tf):
+    """DALI (a source TensorFlow's adapter never named) -> TensorFlow says the source stays
+    writable; DALI and TensorFlow meet in a child process (each has its own test run)."""
+    pytest.importorskip("nvidia.dali")
+    r = run_child("""
+        import numpy as np, tensorflow as tf, interop
+        from nvidia.dali import fn, pipeline_def, types
+
+        @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def pipe():
+            return fn.constant(fdata=[1.0, 2.0, 3.0, 4.0], shape=[4], dtype=types.FLOAT)
+
+        p = pipe()
+        p.build()
+        (tl,) = p.run()
+        for x in (tl.as_tensor(), tl):
+            plan = interop.explain(x, "tensorflow")
+            assert plan.zero_copy, plan
+            assert any("stays writable" in h for h in plan.hazards), plan
+        print("ok")
+    """)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]

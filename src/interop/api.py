@@ -39,9 +39,38 @@ def shares_memory(a: Any, b: Any) -> bool:
     value of several chunks, of several buffers (an Arrow validity bitmap, offsets and
     values), a JAX array sharded or replicated over several devices (each shard's buffer), or
     a structure, overlaps where any of its buffers or array leaves does. Every CPU device
-    (JAX can run several) addresses the one host memory."""
+    (JAX can run several) addresses the one host memory. A value of a framework whose
+    buffers interop cannot read (a polars ``Object`` Series) shares memory with itself
+    (unless it is empty), and with nothing else."""
+    views = _views(a)
+    if a is b and not views:
+        return _unreadable(a)
     return any(same_memory(va.device, vb.device) and _overlap(va.extent(), vb.extent())
-               for va in _views(a) for vb in _views(b))
+               for va in views for vb in _views(b))
+
+
+def _unreadable(x: Any) -> bool:
+    """Whether ``x`` is a non-empty value of a framework whose memory interop cannot read
+    (reading its buffers and its view both fail: a polars ``Object`` Series), as opposed to
+    one that holds none (an Arrow ``NullArray``)."""
+    try:
+        adapter = REGISTRY.adapters[REGISTRY.owner(x)]
+    except InteropError:
+        return False
+    if not isinstance(adapter, ArrayAdapter):
+        return False
+    for read in (adapter.buffers, adapter.view):
+        if read is None:
+            continue
+        try:
+            read(x)
+        except Exception:  # this reading fails: the next one, or none can be read
+            continue
+        return False
+    try:
+        return len(x) > 0
+    except TypeError:  # no length: one value
+        return True
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

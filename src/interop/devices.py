@@ -18,8 +18,15 @@ NO_CUDA = "this machine has no CUDA device (none visible to CuPy or torch)"
 
 
 DEVICE_FORMS = ("'cpu', 'cuda', 'cuda:N' (N the device index), 'cpu:N' (the CPU device N of a "
-                "framework with several: JAX), or a framework's device object: torch.device, a "
-                "JAX Device (jax.devices()[i]), cupy.cuda.Device, a Numba CUDA device")
+                "framework with several: JAX), a framework's device object: torch.device, a "
+                "JAX Device (jax.devices()[i]), cupy.cuda.Device, a Numba CUDA device, or a "
+                "DLPack (device_type, device_id) pair as __dlpack_device__() returns it")
+
+
+def _dlpack_pair(device: Any) -> bool:
+    """Whether ``device`` is a DLPack ``(device_type, device_id)`` pair of ints."""
+    return (isinstance(device, tuple) and len(device) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in device))
 
 
 def device_name(device: Any) -> str:
@@ -28,7 +35,8 @@ def device_name(device: Any) -> str:
     or ``"cuda:N"`` (``"cuda"`` for torch's index-less CUDA device: the current one). Objects
     are recognised by their type's module and their attributes, importing nothing:
     ``torch.device`` (``.type``, ``.index``), a JAX ``Device`` (``.platform``,
-    ``.local_hardware_id`` or ``.id``), ``cupy.cuda.Device`` and a Numba CUDA device (``.id``).
+    ``.local_hardware_id`` or ``.id``), ``cupy.cuda.Device`` and a Numba CUDA device (``.id``);
+    a DLPack ``(device_type, device_id)`` pair (``x.__dlpack_device__()``) by its type code.
     A :class:`DeviceError` naming the accepted forms otherwise."""
     if isinstance(device, str):
         return device
@@ -43,6 +51,14 @@ def device_name(device: Any) -> str:
     elif (package == "cupy" or cls.__module__.startswith("numba.cuda")) and \
             isinstance(getattr(device, "id", None), int):
         kind, index = "cuda", device.id
+    elif _dlpack_pair(device):
+        from .protocols.dlpack import Device
+
+        code, index = device
+        known = {int(d): d.name for d in Device}
+        kind = {Device.CPU: "cpu", Device.CUDA: "cuda"}.get(code, known.get(code, f"type {code}"))
+        if kind == "cpu":  # DLPack has one CPU device (JAX says (1, 0) for any of its CPUs)
+            index = None
     else:
         raise DeviceError(f"device={device!r} (a {cls.__module__}.{cls.__qualname__}) is not a "
                           f"device interop knows; pass {DEVICE_FORMS}")

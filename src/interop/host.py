@@ -34,3 +34,28 @@ def fresh_copy(arr: Any, dtype: Any = None) -> Any:
     out = fresh_buffer(arr.shape, arr.dtype if dtype is None else dtype)
     np.copyto(out, arr, casting="no" if out.dtype == arr.dtype else "same_kind")
     return out
+
+
+class _Alias:
+    """An ``__array_interface__`` over memory ``base`` owns, keeping ``base`` alive."""
+
+    __slots__ = ("__array_interface__", "base")
+
+    def __init__(self, interface: dict, base: Any) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def writable_view(arr: Any) -> Any:
+    """A writable NumPy array over the memory of the read-only array ``arr`` (same shape,
+    strides and dtype), keeping ``arr`` alive: for a consumer that takes only writable arrays
+    and never says read-only (the edge that uses it records the hazard). An empty array has no
+    memory to share: a new empty one."""
+    import numpy as np
+
+    if not arr.size:
+        return np.empty(arr.shape, arr.dtype)
+    interface = dict(arr.__array_interface__)
+    interface["data"] = (interface["data"][0], False)
+    out = np.asarray(_Alias(interface, arr))
+    return out if out.dtype == arr.dtype else out.view(arr.dtype)  # ml_dtypes read as void

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from .adapters.base import ArrayAdapter, Edge, handover_check
+from .adapters.base import ArrayAdapter, Edge, handover_check, writable_source
 from .adapters.edge import CAI, DLPACK
 
 DLPACK_COST = 2.2  # on the host, two NumPy steps (1.0 each) beat it
@@ -108,8 +108,9 @@ def dlpack_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float, device: str = "cp
     rules = t.rules if device == "cpu" else t.gpu_rules
     return Edge(s.name, t.name, f"DLPack: {t.dlpack_call}", lambda: convert,
                 check=handover_check(s, rules, t.holds_read_only),
-                hazard=_both(s.export_hazard, t.dlpack_hazard), cost=cost, device=device,
-                protocol=DLPACK)
+                hazard=_both(s.export_hazard,
+                             t.dlpack_hazard or _writable_source_hazard(s, t, rules)),
+                cost=cost, device=device, protocol=DLPACK)
 
 
 def cai_edge(s: ArrayAdapter, t: ArrayAdapter, cost: float) -> Edge:
@@ -135,6 +136,20 @@ def _both(first: Any, second: Any) -> Any:
         return tuple(h for h in (first(x), second(x)) if h)
 
     return hazards
+
+
+def _writable_source_hazard(s: ArrayAdapter, t: ArrayAdapter, rules: Any) -> Any:
+    """A writable source handed to a consumer whose arrays are immutable (``t`` holds
+    read-only memory and declares no DLPack hazard of its own): writable as the source's own
+    view says (a NumPy array's flag, a torch, paddle or DALI tensor), never by its name."""
+    if not t.holds_read_only or s.holds_read_only or s.view is None:
+        return None
+    view, who = s.view, rules.name if rules is not None and rules.name else t.name
+
+    def hazard(x: Any) -> str | None:
+        return None if view(x).readonly else writable_source(who)
+
+    return hazard
 
 
 def _cai_readonly_hazard(s: ArrayAdapter, t: ArrayAdapter) -> Any:

@@ -286,23 +286,25 @@ def assembly(reg: Any, tgt: str, layout: str) -> tuple[str, Callable[[Parts], An
 def instance_test(module: str, *names: str) -> Callable[[Any], bool]:
     """The :attr:`ArrayAdapter.is_value` of values of the classes ``names`` of ``module``
     (``instance_test("torch", "Tensor")``): the one type test of every framework. It never
-    imports ``module`` (no module imported: no value of it), finds the classes when it is,
-    and keeps each type's answer (as array-api-compat's ``_issubclass_fast`` does); a
-    module replaced in ``sys.modules`` is looked up again."""
-    found: list[Any] = [None, ()]  # the module the classes were read from, and the classes
+    imports ``module`` (no module imported: no value of it), reads the classes from it when
+    a type is first seen, and keeps each type's answer (as array-api-compat's
+    ``_issubclass_fast`` does); a module replaced in ``sys.modules`` is asked again."""
+    seen: list[Any] = [None]  # the module the answers were read from
     verdicts: dict[type, bool] = {}
 
     def is_value(x: Any) -> bool:
-        tp = type(x)
         m = sys.modules.get(module)
         if m is None:
             return False
-        if found[0] is not m:
-            found[:] = [m, tuple(getattr(m, n) for n in names if hasattr(m, n))]
+        if seen[0] is not m:
+            seen[0] = m
             verdicts.clear()
+        tp = type(x)
         verdict = verdicts.get(tp)
         if verdict is None:
-            verdict = verdicts[tp] = bool(found[1]) and issubclass(tp, found[1])
+            classes = tuple(c for c in (getattr(m, n, None) for n in names)
+                            if isinstance(c, type))
+            verdict = verdicts[tp] = bool(classes) and issubclass(tp, classes)
         return verdict
 
     return is_value
@@ -412,6 +414,12 @@ def handover_check(source: ArrayAdapter, rules: ConsumerRules | None,
     if export_check is None:
         return lambda x: view_obstacle(view(x), rules)
     return lambda x: export_check(x) or view_obstacle(view(x), rules)
+
+
+def writable_source(consumer: str) -> str:
+    """The hazard of a writable source handed to ``consumer``, whose arrays are immutable."""
+    return (f"{consumer} treats its arrays as immutable, but the source stays writable: "
+            f"writing to it changes the result behind {consumer}'s back")
 
 
 def readonly_source(x: Any) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from operator import attrgetter
 from typing import Any
 
+from ..errors import UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView, c_strides
 from . import numpy_
@@ -21,6 +22,7 @@ from .base import (
     C_CONTIGUOUS,
     NEEDS_COPY,
     STEP_COPIES,
+    UNSUPPORTED,
     WRITEABLE,
     Accepts,
     ArrayAdapter,
@@ -96,8 +98,28 @@ def _device(x: Any) -> tuple[str, int | None]:
     return kind, dev.id if len(devs) == 1 else None
 
 
+def key_obstacle(x: Any) -> str | None:
+    """Why the JAX array ``x`` holds no numbers to hand over: a typed PRNG key array
+    (``jax.random.key``; its dtype is ``key<impl>``, no NumPy dtype), or ``None``."""
+    np = sys.modules.get("numpy")
+    dtype = getattr(x, "dtype", None)
+    if np is None or dtype is None or isinstance(dtype, np.dtype):
+        return None
+    return (f"a typed JAX PRNG key array (dtype {x.dtype}) holds keys, not numbers: no other "
+            "framework reads it, and interop copies numbers only (into JAX it is kept as it "
+            "is unless copy=True); convert jax.random.key_data(x) (its uint32 words; "
+            "jax.random.wrap_key_data turns them back into keys)")
+
+
+def _refuse_key(x: Any) -> None:
+    why = key_obstacle(x)
+    if why:
+        raise UnsupportedConversionError(why)
+
+
 def view(x: Any) -> BufferView:
     """The :class:`BufferView` of a single-device JAX array (of one shard's array)."""
+    _refuse_key(x)
     dtype = x.dtype
     ts = dlpack.typestr_of(dtype)
     return BufferView(x.unsafe_buffer_pointer(), tuple(x.shape),
@@ -125,7 +147,11 @@ def _from_dlpack(producer: Any) -> Any:
 
 
 def export_check(x: Any) -> tuple[str, str] | None:
-    """Why ``jax.Array.__dlpack__`` cannot hand ``x`` over: an empty array on a GPU."""
+    """Why ``jax.Array.__dlpack__`` cannot hand ``x`` over: a typed PRNG key array, or an
+    empty array on a GPU."""
+    why = key_obstacle(x)
+    if why:
+        return UNSUPPORTED, why
     if x.size == 0 and _device(x)[0] != "cpu":
         return NEEDS_COPY, ("an empty JAX array on a GPU exports no buffer DLPack consumers "
                             "accept (BufferError: Unsupported device in DLTensor): a new empty "
@@ -242,6 +268,7 @@ def _to_numpy(x: Any) -> Any:
     np = sys.modules.get("numpy")  # always loaded once jax is; no import statement per call
     if np is None:  # pragma: no cover
         import numpy as np
+    _refuse_key(x)
     return np.asarray(x)
 
 
@@ -295,7 +322,8 @@ _replica_view = memo(_views_a_replica, 64)
 
 
 def _to_numpy_check(x: Any) -> tuple[str, str] | None:
-    return _sharding(x.sharding)
+    why = key_obstacle(x)
+    return (UNSUPPORTED, why) if why else _sharding(x.sharding)
 
 
 def _cpu_devices() -> int:

@@ -156,13 +156,18 @@ def buffers(s: Any) -> list[BufferView]:
     polars' own Arrow export of its physical data (categorical codes, not a dictionary
     made for the export; string views kept as they are). A buffer the export copies (at
     another address in a second export: a sliced validity bitmap) is not the Series' own
-    and is left out."""
+    and is left out; where the export copies every one, the Series' memory cannot be read
+    (raised)."""
     pl = sys.modules["polars"]
     newest = pl.CompatLevel.newest()
     physical = s.to_physical() if type(s.dtype).__name__ in ("Categorical", "Enum") else s
     first = pyarrow_.buffers(physical.to_arrow(compat_level=newest))
     again = {v.extent() for v in pyarrow_.buffers(physical.to_arrow(compat_level=newest))}
-    return [v for v in first if v.extent() in again]
+    own = [v for v in first if v.extent() in again]
+    if first and not own:  # every buffer made for the export (an Object Series' pointers)
+        raise UnsupportedConversionError(f"polars Series {s.name!r} of dtype {s.dtype}: its "
+                                         "Arrow export copies every buffer")
+    return own
 
 
 def _dtype_verdict(dt: Any) -> tuple[str, str] | None:

@@ -96,7 +96,9 @@ def _buffer_to_numpy(x: Any) -> Any:
         has_ai = hasattr(x, "__array_interface__")
     except Exception:
         has_ai = True
-    if has_ai and not _numpy_scalar(x):  # NumPy reads its own scalars, of every dtype
+    if _viewed_scalar(x):  # its own memory, read-only (its __array_interface__ is a copy)
+        return np.asarray(memoryview(x))
+    if has_ai and not _numpy_scalar(x):  # NumPy reads its other scalars (str_, datetime64)
         array_interface.validate(x)
     try:
         # a plain buffer (bytes, bytearray, array.array) is read through memoryview: NumPy
@@ -112,19 +114,28 @@ def _numpy_scalar(x: Any) -> bool:
     return np is not None and isinstance(x, np.generic)
 
 
+def _viewed_scalar(x: Any) -> bool:
+    """Whether ``x`` is a NumPy scalar of a number (bool, integer, float, complex), whose
+    memory is handed over as it is, read-only, as NumPy exports it over DLPack
+    (``np.from_dlpack(np.float64(1.0))``): read through its buffer protocol, a 0-d
+    read-only array over the scalar's own memory, keeping the scalar alive."""
+    return _numpy_scalar(x) and x.dtype.kind in "biufc"
+
+
 def _buffer_check(x: Any) -> tuple[str, str] | None:
-    """A NumPy scalar (``np.float64(1.0)``) holds its value, not a buffer: NumPy reads it
-    into a new array (the step's own copy); any other buffer is viewed as it is."""
-    if _numpy_scalar(x):
-        return STEP_COPIES, (f"a NumPy scalar ({type(x).__name__}) holds its value, not a "
-                             "buffer: NumPy reads it into a new array")
+    """A NumPy scalar of no number (a string, a date, a record) holds a value NumPy reads
+    into a new array (the step's own copy); any other buffer, a number's scalar included, is
+    viewed as it is."""
+    if _numpy_scalar(x) and not _viewed_scalar(x):
+        return STEP_COPIES, (f"a NumPy scalar ({type(x).__name__}) is read by NumPy into a "
+                             "new array (only a number's scalar is handed over as it is)")
     return None
 
 
 def _buffer_view(x: Any) -> BufferView:
-    """The view of the memory NumPy reads the buffer from (no view of a NumPy scalar: each
-    read of it is a new array)."""
-    if _numpy_scalar(x):
+    """The view of the memory NumPy reads the buffer from (none for a NumPy scalar of no
+    number: each read of it is a new array)."""
+    if _numpy_scalar(x) and not _viewed_scalar(x):
         raise array_interface.ProtocolError(f"a NumPy scalar ({type(x).__name__}) has no "
                                             "buffer of its own")
     return array_interface.view_of_numpy(_buffer_to_numpy(x))

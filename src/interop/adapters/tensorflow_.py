@@ -46,6 +46,7 @@ from .base import (
     installed,
     instance_test,
     view_obstacle,
+    writable_source,
 )
 
 # TensorFlow dtype name -> type string, for every dtype TF exports and imports over DLPack.
@@ -205,14 +206,10 @@ def _from_dlpack(producer: Any) -> Any:
     return tf.experimental.dlpack.from_dlpack(capsule)
 
 
-def _mutable_source_hazard(x: Any) -> str | None:
-    np = sys.modules.get("numpy")
-    mutable = (np is not None and isinstance(x, np.ndarray) and x.flags.writeable) or (
-        type(x).__module__.partition(".")[0] in ("torch", "paddle"))
-    if mutable:
-        return ("TensorFlow treats tensors as immutable, but the source stays writable: "
-                "writing to it changes the TensorFlow tensor behind TensorFlow's back")
-    return None
+def _mutable_source_hazard(a: Any) -> str | None:
+    """The hazard of a writable NumPy array into TensorFlow (a DLPack source's is derived
+    from its own view by the routing: ``dlpack_hazard`` left unset)."""
+    return writable_source(RULES.name) if a.flags.writeable else None
 
 
 # ---- numpy <-> tensorflow ---------------------------------------------------------------
@@ -238,26 +235,14 @@ def _np_check(a: Any) -> tuple[str, str] | None:
     return numpy_.export_check(a) or view_obstacle(numpy_.view(a), _FROM_NUMPY)
 
 
-class _Alias:
-    """A writable ``__array_interface__`` over a read-only array, keeping it alive."""
-
-    __slots__ = ("__array_interface__", "base")
-
-    def __init__(self, a: Any) -> None:
-        ai = dict(a.__array_interface__)
-        ai["data"] = (ai["data"][0], False)
-        self.__array_interface__ = ai
-        self.base = a
-
-
 def _np_capsule(a: Any) -> Any:
     """A legacy capsule of a compact array, bfloat16 included, read-only or not."""
-    import numpy as np
-
     ml = a.dtype.type.__module__ == "ml_dtypes"
     bits = a.view(dlpack.carrier_dtype(a.itemsize)) if ml else a
     if not bits.flags.writeable:
-        bits = np.asarray(_Alias(bits)) if bits.size else np.empty(bits.shape, bits.dtype)
+        from ..host import writable_view
+
+        bits = writable_view(bits)
     capsule = bits.__dlpack__()
     if ml:  # NumPy exported the bits as unsigned ints: name the real type in the capsule
         code, nbits, _ = dlpack.dtype_to_dl(dlpack.typestr_of(a.dtype))
@@ -350,7 +335,6 @@ ADAPTER = ArrayAdapter(
     export_check=export_check,
     from_dlpack=_from_dlpack,
     dlpack_call="tf.experimental.dlpack.from_dlpack",
-    dlpack_hazard=_mutable_source_hazard,
     to_device=_to_device,
     gpu_present=_gpu_present,
     edges=_edges,

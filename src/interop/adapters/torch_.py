@@ -257,21 +257,29 @@ def _complex_misaligned(a: Any) -> bool:
 
 
 def _from_numpy_converter() -> Any:
+    """``torch.from_numpy`` of a writable array; :func:`_from_numpy_view` of one it refuses
+    as it is, and of a read-only one (it warns on those). Not declared as the edge's native
+    call, which the fast form would hand read-only arrays to."""
     from_numpy = module("torch").from_numpy
 
     def convert(a: Any) -> Any:
-        try:
-            return from_numpy(a)
-        except (TypeError, ValueError):  # bfloat16/float8, or a negative stride it ignores
-            return _from_numpy_view(a)
+        if a.flags.writeable:
+            try:
+                return from_numpy(a)
+            except (TypeError, ValueError):  # bfloat16/float8, or a negative stride it ignores
+                pass
+        return _from_numpy_view(a)
 
     return convert
 
 
 def _from_numpy_view(a: Any) -> Any:
-    """A tensor over an array ``torch.from_numpy`` refuses as it is: bfloat16/float8 through
-    their bits; negative strides, or strides off the itemsize, on dimensions of extent <= 1
-    (never used: NumPy calls such an array contiguous) set to 0."""
+    """A tensor over an array ``torch.from_numpy`` refuses or warns on as it is: bfloat16/
+    float8 through their bits, ``numpy.ulonglong`` as uint64; negative strides, or strides off
+    the itemsize, on dimensions of extent <= 1 (never used: NumPy calls such an array
+    contiguous) set to 0; a read-only array by :func:`_from_read_only` (``torch.from_numpy``
+    warns, and raises under ``-W error``, that a tensor cannot be read-only: the edge records
+    that hazard)."""
     import torch
 
     if any(s < 0 or s % a.itemsize for s in a.strides):
@@ -279,10 +287,28 @@ def _from_numpy_view(a: Any) -> Any:
 
         strides = [0 if n <= 1 or not a.size else s for n, s in zip(a.shape, a.strides)]
         a = np.lib.stride_tricks.as_strided(a, a.shape, strides, writeable=a.flags.writeable)
-    if a.dtype.type.__module__ == "ml_dtypes":
-        ts = dlpack.typestr_of(a.dtype)
-        return torch.from_numpy(a.view(_BITS[a.itemsize])).view(_tables()[1][ts])
-    return torch.from_numpy(a)
+    ml = a.dtype.type.__module__ == "ml_dtypes"
+    if ml:
+        bits = a.view(_BITS[a.itemsize])
+    elif a.dtype.char == "Q":  # numpy.ulonglong: torch refuses its type, NumPy calls it equal
+        bits = a.view(a.dtype.str)  # to uint64 ('L'), which its type string names
+    else:
+        bits = a
+    t = torch.from_numpy(bits) if bits.flags.writeable else _from_read_only(torch, bits)
+    return t.view(_tables()[1][dlpack.typestr_of(a.dtype)]) if ml else t
+
+
+def _from_read_only(torch: Any, a: Any) -> Any:
+    """A tensor over the read-only array ``a`` without ``torch.from_numpy``'s warning: the
+    array's DLPack 1.x capsule, flagged read-only (NumPy >= 2.1 exports one), which
+    ``torch.from_dlpack`` takes silently (and faster); where NumPy or torch cannot, a
+    writable view of the array."""
+    try:
+        return torch.from_dlpack(a.__dlpack__(max_version=(1, 0)))
+    except (TypeError, BufferError, RuntimeError):  # an older NumPy or torch
+        from ..host import writable_view
+
+        return torch.from_numpy(writable_view(a))
 
 
 def _plain_numpy_dtypes() -> frozenset[Any]:
@@ -339,12 +365,6 @@ def _numpy_view_dtypes() -> frozenset[Any]:
 def _native_numpy() -> tuple[Any, tuple[type[BaseException], ...]]:
     """``Tensor.numpy`` and what it raises where it refuses (lazy bits, a GPU tensor)."""
     return module("torch").Tensor.numpy, (RuntimeError, TypeError)
-
-
-def _native_from_numpy() -> tuple[Any, tuple[type[BaseException], ...]]:
-    """``torch.from_numpy`` and what it raises where it refuses (a negative stride on a
-    dimension of extent <= 1, which NumPy calls contiguous)."""
-    return module("torch").from_numpy, (TypeError, ValueError)
 
 
 def _ml_numpy(t: Any) -> Any:
@@ -410,7 +430,7 @@ def _edges() -> list[Edge]:
         Edge("numpy", "torch", "torch.from_numpy", _from_numpy_converter,
              check=from_numpy_check, hazard=_readonly_hazard,
              accepts=Accepts(lambda: (module("numpy").ndarray,), _plain_numpy_dtypes,
-                             flags=C_CONTIGUOUS, native=_native_from_numpy)),
+                             flags=C_CONTIGUOUS)),
         Edge("torch", "numpy", "Tensor.numpy()", _to_numpy_converter, check=tensor_check,
              hazard=grad_hazard,
              accepts=Accepts(lambda: (module("torch").Tensor,), _numpy_view_dtypes,

@@ -20,7 +20,6 @@ import os
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -237,11 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     from interop.errors import InteropError
 
     try:
-        with tempfile.TemporaryDirectory(prefix="interop-demo-") as d, \
-                warnings.catch_warnings():
-            # torch warns that a tensor over read-only Arrow memory is writable: the plan
-            # already reports that as a hazard, once per column.
-            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        with tempfile.TemporaryDirectory(prefix="interop-demo-") as d:
             run(args.rows, args.device, report, progress, d)
     except InteropError as e:
         print(f"interop demo failed: {type(e).__name__}: {e}", file=sys.stderr)

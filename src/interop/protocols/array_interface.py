@@ -7,7 +7,25 @@ from typing import Any
 from ..errors import ProtocolError
 from ..view import BufferView, c_strides
 
-_KINDS = set("biufcmMV")
+
+def _typestr_obstacle(ts: Any, descr: Any) -> str | None:
+    """Why NumPy, which reads the interface, cannot take ``ts`` (and ``descr``, where given)
+    as a dtype of raw memory, or ``None``: whatever NumPy reads (``'<f4'``, ``'=f'``,
+    ``'|S5'``) is taken, except Python object references, which raw memory cannot hold."""
+    import numpy as np
+
+    if not isinstance(ts, str):
+        return "is not a type string such as '<f4' or '|b1'"
+    for spec in (ts,) if descr is None else (ts, descr):
+        try:
+            dtype = np.dtype(spec)
+        except (TypeError, ValueError):
+            return ("is not a type string NumPy reads, such as '<f4' or '|b1'" if spec is ts
+                    else f"comes with a 'descr' NumPy does not read: {descr!r}")
+        if dtype.hasobject:
+            return ("describes Python object references, which raw memory cannot hold: "
+                    "interop reads buffers of values")
+    return None
 
 
 def view_of_numpy(x: Any) -> BufferView:
@@ -38,11 +56,9 @@ def validate(obj: Any) -> dict:
                             f"got {shape!r}")
     if any(n < 0 for n in shape):
         raise ProtocolError(f"{name}.__array_interface__['shape'] is negative: {shape!r}")
-    ts = ai["typestr"]
-    if (not isinstance(ts, str) or len(ts) < 3 or ts[0] not in "<>|="
-            or ts[1] not in _KINDS or not ts[2:].isdigit()):
-        raise ProtocolError(f"{name}.__array_interface__['typestr'] {ts!r} is not a type string "
-                            "such as '<f4' or '|b1'")
+    why = _typestr_obstacle(ai["typestr"], ai.get("descr"))
+    if why:
+        raise ProtocolError(f"{name}.__array_interface__['typestr'] {ai['typestr']!r} {why}")
     version = ai.get("version", 3)
     if version != 3:
         raise ProtocolError(f"{name}.__array_interface__ has version {version!r}; "

@@ -555,9 +555,11 @@ class _Owner:
         self._deleter = deleter
         self._ptr = ptr
 
-    def __del__(self) -> None:
+    def __del__(self, _function: Any = _Deleter) -> None:
+        # the ctypes function type is bound here, not read from the module: at interpreter
+        # exit the module's globals may already be None when the last array goes
         if self._deleter:
-            _Deleter(self._deleter)(self._ptr)
+            _function(self._deleter)(self._ptr)
 
 
 def to_numpy(capsule: Any) -> Any:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..adapters.base import CompositeAdapter, StructureAdapter
-from ..errors import InteropError, UnsupportedConversionError
+from ..errors import InteropError
 from ..tables import TABLE_TARGETS
 from .nodes import DICT, TUPLE, is_node
 
@@ -81,11 +81,11 @@ def leaf_options(reg: Any, leaf: Leaf, options: dict[str, Any]) -> dict[str, Any
 
 
 def _as_table(reg: Any, w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bool:
-    """:func:`is_table`; for a structure, the checks its conversion makes first (options no
-    leaf takes, a structure of no arrays), raised. An option some leaf takes (a DALI batch's
+    """:func:`is_table`; for a structure, the check its conversion makes first (options no
+    leaf takes), raised. An option some leaf takes (a DALI batch's
     ``fill_value=``) does not make the dict a table."""
     from ..names import unknown_option
-    from .walk import kept, leaves
+    from .walk import leaves
 
     taken = {k for leaf in leaves(w) for k in leaf_options(reg, leaf, options)}
     if is_table(w, tgt, mode, {k: v for k, v in options.items() if k not in taken}):
@@ -97,12 +97,6 @@ def _as_table(reg: Any, w: Tree, tgt: str, mode: str | None, options: dict[str, 
             f"options {unused} apply to tables, dataframes and batches of samples (a DALI "
             f"TensorList); this {w.node.type.__name__} is converted as a structure and none of "
             "its leaves takes them (structure='table' reads a flat dict of columns as a table)"))
-    if next(leaves(w), None) is None and next(kept(w), None) is not None:
-        kinds = sorted({k.type.__name__ for k in kept(w)})
-        raise UnsupportedConversionError(
-            f"this {w.node.type.__name__} holds no array (its leaves are {', '.join(kinds)}), "
-            "so there is nothing to convert: interop converts arrays, tables and structures "
-            "of them; make an array first (e.g. numpy.asarray(x))")
     return False
 
 
@@ -202,11 +196,8 @@ def _explain(reg: Any, x: Any, tgt: str, device: Any, copy: bool | None,
     mode = structure_mode(opts)
     w = walk(reg, x, NAME)
     assert isinstance(w, Tree)
-    try:
-        if _as_table(reg, w, tgt, mode, opts):
-            return DICT.explain(reg, x, tgt, copy=copy, **opts)
-    except UnsupportedConversionError:  # no arrays: the plan says so
-        pass
+    if _as_table(reg, w, tgt, mode, opts):
+        return DICT.explain(reg, x, tgt, copy=copy, **opts)
     return explain(reg, w, tgt, device, copy, lambda leaf: leaf_options(reg, leaf, opts))
 
 

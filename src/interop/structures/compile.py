@@ -91,7 +91,7 @@ def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
         make = _MAKERS.get(key)
         if make is None:
             make = _MAKERS[key] = _straight(*key)
-        rebuild = OrderedDict if node.type is OrderedDict else None
+        rebuild = rebuilder(node.type) if node.kind == DICT else None
         return make(node.type, len(types), node.keys, ktypes, kreprs, tuple(types), tuple(fns),
                     tuple(checks), tuple(paths), rebuild)
     children = _children_check(tuple(types), tuple(checks))
@@ -148,7 +148,7 @@ def _straight(kind: str, shape: tuple[str, ...],
             except InteropError as e:
                 raise at_path(e, p0) from e
             r1 = f1(v1)
-            return {k0: r0, k1: r1}
+            return {k0: r0, k1: r1} if rebuild is None else rebuild(x, {k0: r0, k1: r1})
 
     ``check`` is its lines up to ``c1(v1)``; ``run`` unpacks the values and converts.
     """
@@ -176,7 +176,7 @@ def _straight(kind: str, shape: tuple[str, ...],
     built = {DICT: f"{{{items}}}", LIST: f"[{items}]", TUPLE: f"({items})",
              NAMEDTUPLE: f"T({names('r')[:-1]})"}[kind]
     convert.append(f"return {built}" if kind != DICT else
-                   f"return {built} if rebuild is None else rebuild({built})")
+                   f"return {built} if rebuild is None else rebuild(x, {built})")
     unpack = [f"{names(p)} = {whole}" for p, whole in (("t", "types"), ("f", "fns"),
                                                        ("c", "checks"), ("p", "paths"),
                                                        ("k", "keys"))] if n else []
@@ -204,6 +204,28 @@ def _labelled(fn: Convert, path: str) -> Convert:
         return out
 
     return leaf
+
+
+def rebuilder(tp: type) -> Callable[[Any, dict], Any] | None:
+    """How a converted dict node of type ``tp`` is put back: ``None`` for a ``dict``; for a
+    subclass (a torch ``state_dict``'s ``OrderedDict``, ``Columns``) a new ``tp`` made as
+    ``copy.copy`` makes one (no ``__init__`` call), holding the converted items and the
+    source's instance attributes (a ``state_dict``'s ``_metadata``, which ``load_state_dict``
+    hands to the modules), the same objects, as torch's own copies of a state dict keep it."""
+    if tp is dict:
+        return None
+    put = OrderedDict.__setitem__ if issubclass(tp, OrderedDict) else dict.__setitem__
+
+    def rebuild(x: Any, items: dict) -> Any:
+        out = tp.__new__(tp)
+        for k, v in items.items():
+            put(out, k, v)
+        attrs = getattr(x, "__dict__", None)
+        if attrs:
+            out.__dict__.update(attrs)
+        return out
+
+    return rebuild
 
 
 def _children_check(types: tuple, checks: tuple) -> Check:
@@ -234,7 +256,7 @@ def _dict_check(tp: type, keys: tuple, ktypes: tuple, kreprs: tuple | None,
 
 def _dict_run(tp: type, keys: tuple, fns: tuple, paths: list) -> Convert:
     at = dict(zip(keys, paths))
-    rebuild = OrderedDict if tp is OrderedDict else None  # other dict subclasses: a dict
+    rebuild = rebuilder(tp)
 
     def run(x: Any) -> Any:
         out = {}
@@ -246,7 +268,7 @@ def _dict_run(tp: type, keys: tuple, fns: tuple, paths: list) -> Convert:
             if at[k] is None:  # a nested node named its leaf already
                 raise
             raise at_path(e, at[k]) from e
-        return out if rebuild is None else rebuild(out)
+        return out if rebuild is None else rebuild(x, out)
 
     return run
 

@@ -43,9 +43,8 @@ def explain(reg: Any, w: Tree, tgt: str, device: Any, copy: bool | None,
     kept_paths = tuple(k.path for k in kept(w))
     reasons = [f"leaf {path}: " + (p.reasons[0] if p.reasons else str(p.error))
                for path, p in failing]
-    empty = not plans and kept_paths  # the conversion refuses it: nothing to convert
-    if empty:
-        reasons.append("it holds no array: nothing to convert")
+    if not plans and kept_paths:
+        reasons.append("it holds no array: nothing to convert, it is returned as it is")
     copied = [path for path, p in plans.items() if p.supported and not p.zero_copy]
     if copied:
         reasons.append(f"copied leaves: {', '.join(copied)}")
@@ -54,10 +53,9 @@ def explain(reg: Any, w: Tree, tgt: str, device: Any, copy: bool | None,
     step = Step(w.node.type.__name__, tgt, f"leaf by leaf ({len(plans)} leaves, one plan per "
                                           "structure)")
     return StructurePlan(label, tgt, (step,),
-                         not failing and not empty and all(p.zero_copy for p in plans.values()),
+                         not failing and all(p.zero_copy for p in plans.values()),
                          tuple(reasons),
                          tuple(dict.fromkeys(h for p in plans.values() for h in p.hazards)),
-                         supported=not failing and not empty,
-                         error=failing[0][1].error if failing else "unsupported" if empty
-                         else None,
+                         supported=not failing,
+                         error=failing[0][1].error if failing else None,
                          leaves=plans, kept=kept_paths)

@@ -41,9 +41,19 @@ class Tree:
 Walked = Leaf | Kept | Tree
 
 
-def walk(reg: Any, x: Any, node_owner: str, path: str = "") -> Walked:
+KEPT_TYPES = (bytes,)
+"""Leaves kept as they are although an adapter reads them (``bytes`` speaks the buffer
+protocol): in a structure they are data, like ``str``, not arrays."""
+
+
+def walk(reg: Any, x: Any, node_owner: str, path: str = "",
+         within: tuple[int, ...] = ()) -> Walked:
     """``x`` walked: every value the registry owns is a leaf, unless its owner is
-    ``node_owner`` (the structures' own adapter); values nobody owns are kept."""
+    ``node_owner`` (the structures' own adapter); values nobody owns, and ``bytes``, are kept.
+    ``within``: the ids of the nodes above ``x`` (a node among them is a structure that
+    contains itself, refused)."""
+    if type(x) in KEPT_TYPES:
+        return Kept(path, x)
     owner = reg.find_owner(x)
     if owner is None:
         return Kept(path, x)
@@ -51,9 +61,16 @@ def walk(reg: Any, x: Any, node_owner: str, path: str = "") -> Walked:
         return Leaf(path, x, owner)
     from .nodes import node_of
 
+    if id(x) in within:
+        from ..errors import UnsupportedConversionError
+
+        raise UnsupportedConversionError(
+            f"this {type(x).__name__} contains itself (at {path or 'its root'}): a structure "
+            "with a cycle has no finite conversion; break the cycle first")
     node = node_of(x)  # owned as a node: a node for some registry (or a dict)
     assert node is not None
-    return Tree(path, node, [walk(reg, c, node_owner, path + label)
+    inner = (*within, id(x))
+    return Tree(path, node, [walk(reg, c, node_owner, path + label, inner)
                              for c, label in zip(node.children, node.labels)])
 
 

@@ -127,7 +127,9 @@ def _nested(variant: str) -> Maker:
         if variant == "tensor":
             return pa.ExtensionArray.from_storage(
                 pa.fixed_shape_tensor(pa.float32(), [4, 8]), rows), b
-        offsets = pa.array(np.arange(0, N + 1, 32, dtype=np.int32))
+        from ...host import fresh_copy  # 64-byte aligned, as every probe sample
+
+        offsets = pa.array(fresh_copy(np.arange(0, N + 1, 32, dtype=np.int32)))
         return pa.ListArray.from_arrays(offsets, values), b
 
     return make
