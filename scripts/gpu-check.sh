@@ -9,7 +9,7 @@
 #   table      the GPU cells of the conversion table (docs/gpu-cells.json and the GPU section
 #              of conversion_table.md, written only when this run probed them)
 #   gpu        the gpu-marked tests in one process (the pool's excepted)
-#   pool       the shared pool's gpu-marked tests (tests/test_mempool_gpu.py, mempool.auto)
+#   pool       the shared pool's gpu-marked tests (tests/mempool/test_mempool_gpu.py, mempool.auto)
 #   core       the core suite, -n 8 when pytest-xdist is there
 #   tensorflow, paddle   their suites, where installed
 #   benchmarks the GPU (and pool) benchmarks; SKIP_BENCHMARKS=1 leaves them out
@@ -142,7 +142,7 @@ report versions
 pytest_args=(-q -ra -p no:cacheprovider --continue-on-collection-errors)
 xdist=()
 has xdist && xdist=(-n 8)
-POOL_TESTS=(tests/test_mempool_gpu.py tests/test_mempool_auto.py)
+POOL_TESTS=(tests/mempool/test_mempool_gpu.py tests/mempool/test_mempool_auto.py)
 
 # the GPU cells first (the recorded-cells test reads them), then the tests, by value
 step table "$PY" -m interop table --save-gpu "$LOG/gpu-cells.json"

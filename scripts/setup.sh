@@ -37,11 +37,11 @@ stamp=.venv/.interop-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   step "installing torch 2.13.0 (CPU)" pip_install "torch==2.13.0"
   # TensorFlow and PaddlePaddle: pinned to the versions whose behaviour the adapters and
-  # tests/test_tensorflow.py, tests/test_paddle.py were probed against (not in [all]).
+  # tests/optional/test_tensorflow.py, tests/optional/test_paddle.py were probed against (not in [all]).
   step "installing tensorflow-cpu 2.21.0 and paddlepaddle 3.3.1" \
     pip_install "tensorflow-cpu==2.21.0" "paddlepaddle==3.3.1"
   # NVIDIA DALI (CUDA 12 build; its CPU pipelines need no GPU): pinned to the version
-  # tests/test_dali.py was probed against (not in [all]: a 424 MB wheel).
+  # tests/optional/test_dali.py was probed against (not in [all]: a 424 MB wheel).
   step "installing nvidia-dali-cuda120 2.4.0" pip_install "nvidia-dali-cuda120==2.4.0"
   # The CUDA 12 GPU packages import on a CPU machine, for the detection and error tests; not
   # the gpu-cu12 extra itself, whose numba-cuda[cu12] pulls the CUDA toolkit wheels.

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ["tests/test_reliability_properties.py", "tests/test_reliability_crashes.py",
-         "tests/test_reliability_lifetimes.py", "tests/test_reliability_load.py"]
+FILES = [f"tests/reliability/test_reliability_{name}.py"
+         for name in ("properties", "crashes", "lifetimes", "load")]
 
 FOUND = [
     ("crash-class", "a complex128 DLPack capsule could not be read at all (`<u16` carrier "
@@ -63,7 +63,7 @@ FOUND = [
 ]
 
 RANDOM_SEARCH = [
-    "## The random search (`tests/test_reliability_properties.py`)",
+    "## The random search (`tests/reliability/test_reliability_properties.py`)",
     "",
     "Oracles: pointers and byte ranges from each framework's own accessors "
     "(`__array_interface__` / `byte_bounds`, `Tensor.data_ptr()` and `stride()`, "
@@ -100,7 +100,8 @@ RANDOM_SEARCH = [
     "| 616 | 426 | 30 s |",
     "",
     "A failure prints its seed; replay with `RELIABILITY_SEED=<seed> RELIABILITY_EXAMPLES=<n> "
-    "pytest tests/test_reliability_properties.py -k test_pair_keeps_the_contract`. Cases "
+    "pytest tests/reliability/test_reliability_properties.py -k test_pair_keeps_the_contract`. "
+    "Cases "
     "are fewer than examples x 49 where a framework cannot hold the dtype (no complex or "
     "bfloat16 in pyarrow/polars). On the code before issue 18's fixes the same search "
     "segfaults in `torch_._to_numpy` (seed 778, 100 per torch pair) and fails 13 pairs at "
@@ -145,7 +146,8 @@ def main() -> int:
         "",
         "## What is tested",
         "",
-        "- **Properties** (`tests/test_reliability_properties.py`, hypothesis, derandomized): "
+        "- **Properties** (`tests/reliability/test_reliability_properties.py`, hypothesis, "
+        "derandomized): "
         "every CPU pair among numpy, torch, jax, pyarrow, pandas, polars and raw DLPack "
         "capsules (49 pairs) x 15 dtypes (bool, int8..int64, uint8..uint64, float16, bfloat16, "
         "float32, float64, complex64, complex128) x shapes (0-d, empty, 1-6 dims, one large "
@@ -155,15 +157,18 @@ def main() -> int:
         "see *The random search* below.",
         f"  Cases per run: {examples} x 49 = {examples * 49} (the slow profile: 200 x 49, "
         "fresh seed).",
-        f"- **Crash isolation** (`tests/test_reliability_crashes.py`): {len(CASES)} cases in a "
+        f"- **Crash isolation** (`tests/reliability/test_reliability_crashes.py`): {len(CASES)} "
+        "cases in a "
         "child interpreter (known crashers: negative strides into torch, capsules consumed "
         "twice, broadcast/misaligned into JAX; malformed DLPack producers; malformed "
         "`__array_interface__` dicts), asserting a clean exit and the expected `InteropError`.",
-        "- **Lifetimes** (`tests/test_reliability_lifetimes.py`): chains of five conversions, "
+        "- **Lifetimes** (`tests/reliability/test_reliability_lifetimes.py`): chains of five "
+        "conversions, "
         "each step asserted zero-copy by the frameworks' own pointers, with every source "
         "deleted and collected, compared with a saved copy; consumed "
         "capsules cannot be reused; unused capsules release their producer.",
-        "- **Load** (`tests/test_reliability_load.py`, `-m slow`, CI runs it): leaks over "
+        "- **Load** (`tests/reliability/test_reliability_load.py`, `-m slow`, CI runs it): leaks "
+        "over "
         f"{len(pairs)} pairs and 8 threads on mixed pairs.",
         "",
         "## Numbers",

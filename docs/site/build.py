@@ -1,7 +1,7 @@
 """Build the documentation site strictly: ``python docs/site/build.py [OUT]`` (default ``site/``).
 
 The one place the build's flags are written; ``./scripts/docs.sh`` and the test suite
-(tests/test_docs.py) both run it. Strict: ``-n -W --keep-going`` turn every warning (a
+(tests/project/test_docs.py) both run it. Strict: ``-n -W --keep-going`` turn every warning (a
 broken link or anchor, a reference to one of our names that resolves nowhere, a public
 name without a docstring) into a failure, all of them listed; ``-E`` reads every page anew,
 so no warning hides in a cache. Prints the build time.

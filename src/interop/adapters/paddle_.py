@@ -1,6 +1,6 @@
 """PaddlePaddle: DLPack in and out (``paddle.utils.dlpack``), strided views included.
 
-What PaddlePaddle 3.3 does, probed on this project's machines (tests/test_paddle.py keeps
+What PaddlePaddle 3.3 does, probed on this project's machines (tests/optional/test_paddle.py keeps
 each point honest):
 
 - ``paddle.utils.dlpack.from_dlpack`` takes legacy and versioned capsules and producers,
@@ -217,7 +217,7 @@ def _to_device(arr: Any, index: int) -> Any:
 
 # numpy -> paddle wins over the generic DLPack edge (2.1), but a path through NumPy
 # (1 + 1.25) loses to one direct DLPack step (2.2, routing.DLPACK_COST) from torch, JAX or
-# tensorflow. tests/test_paddle.py checks the routes.
+# tensorflow. tests/optional/test_paddle.py checks the routes.
 def _edges() -> list[Edge]:
     return [
         Edge("numpy", "paddle", "paddle.utils.dlpack.from_dlpack", fixed(_np_to_paddle),

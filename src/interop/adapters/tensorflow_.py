@@ -1,6 +1,6 @@
 """TensorFlow: legacy DLPack capsules in and out; ``numpy.asarray`` for a read-only view.
 
-What TensorFlow 2.21 does, probed on this project's machines (tests/test_tensorflow.py
+What TensorFlow 2.21 does, probed on this project's machines (tests/optional/test_tensorflow.py
 keeps each point honest):
 
 - ``tf.experimental.dlpack.from_dlpack`` takes a legacy ``dltensor`` capsule only (neither a
@@ -304,7 +304,7 @@ def _to_device(arr: Any, index: int) -> Any:
 # For tensorflow <-> numpy itself these edges win over the generic DLPack edge (2.1), but a
 # path through NumPy (1 + 1.25) loses to one direct DLPack step (2.2, routing.DLPACK_COST)
 # between tensorflow and torch, JAX or paddle: one call, bfloat16 to JAX without a copy, and
-# no read-only NumPy view handed to torch. tests/test_tensorflow.py checks the routes.
+# no read-only NumPy view handed to torch. tests/optional/test_tensorflow.py checks the routes.
 _HOP = 1.25
 
 

@@ -12,13 +12,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from test_gpu_rules import DeviceStandIn
 
 import interop
 from interop.adapters import torch_
 from interop.adapters.base import ArrayAdapter
 from interop.default import build
 from interop.view import BufferView
-from test_gpu_rules import DeviceStandIn
 
 JAX_STREAM = 0x3330  # the stream JAX's from_dlpack orders its use after
 USER_STREAM = 0x7770

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "interop"
+SRC = Path(__file__).resolve().parents[2] / "src" / "interop"
 ADAPTERS = {p.stem for p in (SRC / "adapters").glob("*.py") if p.stem != "__init__"}
 def _listed() -> set[str]:
     from interop import adapters  # lists module names; imports nothing

@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import test_reliability_properties as rp
 from hypothesis import given, seed
 from hypothesis import strategies as st
 
 import interop
 import oracles
-import test_reliability_properties as rp
 from interop.errors import DeviceError, InteropError, ZeroCopyError
 
 COUNT = 4

@@ -22,11 +22,11 @@ import jax
 import numpy as np
 import pyarrow as pa
 import pytest
+import test_reliability_properties as rp
 from hypothesis import given, seed
 from hypothesis import strategies as st
 
 import interop
-import test_reliability_properties as rp
 from helpers import DLPackOnly
 from interop.errors import InteropError
 

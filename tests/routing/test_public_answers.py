@@ -224,7 +224,7 @@ def test_an_odd_stride_on_a_size_one_axis_goes_to_torch_zero_copy():
 @pytest.mark.parametrize("scalar", [np.float64(1.0), np.int8(3), np.bool_(True)])
 def test_a_numpy_scalar_of_a_number_is_planned_as_the_view_it_is(scalar):
     """A number's scalar is handed over as its own memory, read-only (as NumPy exports it
-    over DLPack); tests/test_numpy_scalars.py covers every dtype and target."""
+    over DLPack); tests/adapters/test_numpy_scalars.py covers every dtype and target."""
     plan = interop.explain(scalar, "numpy", copy=False)
     assert plan.supported and plan.zero_copy
     got = interop.to_framework(scalar, "numpy", copy=False)

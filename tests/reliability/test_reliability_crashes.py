@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve()
-ROOT = HERE.parent.parent
+ROOT = HERE.parents[2]
 
 
 # ---- cases (run in the child) ------------------------------------------------------------

@@ -19,14 +19,14 @@ import tomllib
 
 import interop
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = (ROOT / "pyproject.toml").read_text()
 PROJECT = tomllib.loads(PYPROJECT)["project"]
 DIST = "interop-mempool"  # `interop` on the package index is another project's
 # What the repository root holds (git ls-files, first path component); a stray file fails.
 ROOT_ENTRIES = {".ci", ".gitignore", "CHANGELOG.md", "README.md", "benchmarks",
                 "conversion_table.md", "docs", "pyproject.toml", "scripts", "src", "tests"}
-SKIP = ("--skip", "tensorflow,paddle")  # the core run never imports them (tests/test_cli.py)
+SKIP = ("--skip", "tensorflow,paddle")  # the core run never imports them (tests/cli/test_cli.py)
 
 
 def test_the_distribution_is_interop_mempool_everywhere() -> None:

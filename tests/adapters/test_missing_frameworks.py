@@ -109,11 +109,11 @@ def test_without_rmm_the_pool_gpu_tests_skip_saying_why(tmp_path):
         sys.modules["rmm"] = None
         import pytest
         sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", "--rootdir",
-                              {str(tmp_path)!r}, "tests/test_mempool_gpu.py"]))
+                              {str(tmp_path)!r}, "tests/mempool/test_mempool_gpu.py"]))
     """)
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, cwd=root)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -9,14 +9,14 @@ import pytest
 
 from interop.cli import table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("torch")
 pytest.importorskip("jax")
 pytest.importorskip("pyarrow")
 
 
-# TensorFlow and PaddlePaddle are probed by their own suites (tests/test_tensorflow.py and
-# tests/test_paddle.py, in their own processes): this run never imports them.
+# TensorFlow and PaddlePaddle are probed by their own suites (tests/optional/test_tensorflow.py and
+# tests/optional/test_paddle.py, in their own processes): this run never imports them.
 CORE = [n for n in table.CPU if n not in table.OPTIONAL]
 HERE = [n for n in CORE if table.package_installed(n)]  # a GPU host may lack some (polars)
 CPU_SECTIONS = ("Every pair", "Layouts and dtypes")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytest.importorskip("numpy")
 for _mod in ("torch", "jax", "pyarrow", "pandas", "polars"):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu-check.sh"
 
 
@@ -225,8 +225,9 @@ def test_on_a_gpu_host_the_cells_come_first_and_a_failed_probe_records_nothing(t
     pytest_calls = [c for c in calls.read_text().splitlines() if c.startswith("-m pytest")]
     assert all("--continue-on-collection-errors" in c for c in pytest_calls), pytest_calls
     gpu_call, pool_call = pytest_calls[:2]
-    assert "--ignore=tests/test_mempool_gpu.py" in gpu_call
-    assert pool_call.endswith("-m gpu tests/test_mempool_gpu.py tests/test_mempool_auto.py")
+    assert "--ignore=tests/mempool/test_mempool_gpu.py" in gpu_call
+    assert pool_call.endswith("-m gpu tests/mempool/test_mempool_gpu.py "
+                              "tests/mempool/test_mempool_auto.py")
     assert "Not probed in this run" in (out / "gpu-report.md").read_text()
     assert r.returncode == 1  # the failed probe fails the check
 

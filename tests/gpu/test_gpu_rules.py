@@ -3,7 +3,7 @@
 A stand-in is a plain object exposing only ``__cuda_array_interface__`` (as PyCUDA, cuda.core
 buffers or a user's class do): its pointer is never dereferenced, so the plans, the checks
 and the refusals run here exactly as on a GPU host. The device half (the copy itself, values
-read back) is in ``test_gpu.py``.
+read back) is in ``test_gpu_conversions.py``.
 """
 
 from __future__ import annotations

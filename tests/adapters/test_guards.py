@@ -161,7 +161,7 @@ def test_jax_aligned_buffer_is_zero_copy():
 @pytest.mark.parametrize("src", ["numpy", "torch"])
 def test_jax_64_bit_without_x64_narrows_as_jax_would_and_says_so(dtype, src):
     """JAX narrows silently; interop narrows the same way but warns (NarrowingWarning), and
-    refuses with copy=False (the full contract: tests/test_jax_narrowing.py)."""
+    refuses with copy=False (the full contract: tests/adapters/test_jax_narrowing.py)."""
     assert not jax.config.jax_enable_x64
     a = aligned(np.arange(4).astype(dtype))
     value = a if src == "numpy" else torch.from_numpy(a)

@@ -245,7 +245,7 @@ def test_benchmark_skips_cleanly_without_a_gpu() -> None:
     import pathlib
     import runpy
 
-    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "pool.py"
+    path = pathlib.Path(__file__).parents[2] / "benchmarks" / "pool.py"
     bench = runpy.run_path(str(path))
     report = bench["run"]()
     assert report["skipped"] is True and "no CUDA device" in report["reason"]

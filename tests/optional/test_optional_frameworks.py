@@ -1,6 +1,7 @@
 """TensorFlow and PaddlePaddle from the core run's side: never imported, never an ImportError.
 
-Their own suites (tests/test_tensorflow.py, tests/test_paddle.py) run in separate processes.
+Their own suites (tests/optional/test_tensorflow.py, tests/optional/test_paddle.py) run in
+separate processes.
 These tests need neither framework: each runs a child process that imports interop alone,
 or one where the frameworks are hidden as on a machine without them.
 """

@@ -17,7 +17,7 @@ from machine import absent_cuda_device, machine
 
 GPU = ["cupy", "numba", "cudf", "torch", "jax"]
 # The targets that hold device memory only; cuDF where it is installed (without it the target
-# is a FrameworkMissingError first: tests/test_missing_frameworks.py)
+# is a FrameworkMissingError first: tests/adapters/test_missing_frameworks.py)
 DEVICE_ONLY = ["cupy", "numba", pytest.param("cudf", marks=pytest.mark.skipif(
     importlib.util.find_spec("cudf") is None, reason="cuDF is not installed"))]
 

@@ -846,10 +846,11 @@ def test_first_calls_in_a_fresh_process_match() -> None:
         test_kept_plans_never_change_an_outcome("numpy")
     cases = [c for seq, _ in SEQUENCES for c in seq][::-1]
     want = [[w, w] for _, ws in SEQUENCES for w in ws][::-1]
-    r = subprocess.run([sys.executable, str(Path(__file__).with_name("truth_samples.py"))],
+    helpers = Path(__file__).resolve().parents[1]  # tests/: truth_samples.py and its helpers
+    r = subprocess.run([sys.executable, str(helpers / "truth_samples.py")],
                        input=json.dumps(cases), capture_output=True, text=True, timeout=900,
                        env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                           [str(Path(interop.__file__).parents[1]), str(Path(__file__).parent)])))
+                           [str(Path(interop.__file__).parents[1]), str(helpers)])))
     assert r.returncode == 0, r.stderr[-3000:]
     got = json.loads(r.stdout)
     for case, g, w in zip(cases, got, want):
@@ -977,7 +978,7 @@ def search(test: str, marker: str, examples: int = SLOW_EXAMPLES,
             [sys.executable, "-m", "pytest", path, "-q", "-x", "-p", "no:cacheprovider",
              "-W", "ignore::UserWarning", "-m", marker, "-k", test],
             capture_output=True, text=True, env=env, timeout=1800,
-            cwd=Path(__file__).resolve().parents[1])
+            cwd=Path(__file__).resolve().parents[2])
         rows = [json.loads(line) for line in stats.read_text().splitlines()] \
             if stats.exists() else []
     counts = {"seed": chosen, "examples_per_pair": examples, "cases": len(rows),

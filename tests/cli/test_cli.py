@@ -13,9 +13,9 @@ pytest.importorskip("jax")
 pytest.importorskip("pyarrow")
 
 
-# TensorFlow, PaddlePaddle and DALI are probed by their own suites (tests/test_tensorflow.py,
-# tests/test_paddle.py, tests/test_dali.py, each in its own pytest process): the core run never
-# imports them (the doctor has no DALI pitfall to skip).
+# TensorFlow, PaddlePaddle and DALI are probed by their own suites (tests/optional/:
+# test_tensorflow.py, test_paddle.py, test_dali.py, each in its own pytest process): the core
+# run never imports them (the doctor has no DALI pitfall to skip).
 SKIP = ("--skip", "tensorflow,paddle")
 TABLE_SKIP = ("--skip", "tensorflow,paddle,dali")
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_reliability_properties import first_address
 
 import interop
 import oracles
 from interop.errors import CapsuleConsumedError
 from interop.host import fresh_copy
 from interop.protocols import dlpack
-from test_reliability_properties import first_address
 
 CHAINS = [
     ("torch", "jax", "numpy", "pyarrow", "polars"),
@@ -149,6 +149,6 @@ def test_a_result_freed_at_interpreter_exit_prints_nothing():
         gc.collect()
         assert alive() is None, "the deleter did not run"
         print("freed")
-    """.replace("TESTS", repr(str(Path(__file__).parent))))
+    """.replace("TESTS", repr(str(Path(__file__).resolve().parents[1]))))
     assert r.returncode == 0 and "freed" in r.stdout, r.stdout + r.stderr
     assert "Exception ignored" not in r.stderr and r.stderr == "", r.stderr

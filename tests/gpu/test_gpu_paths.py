@@ -1,6 +1,6 @@
 """The GPU paths as the frameworks' sources say (issue 28), judged on the CPU with named
 stand-ins for device values and streams; what only a device shows is gpu-marked in
-``test_gpu_fixes.py``.
+``test_gpu_device_findings.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from test_gpu_rules import CupyStandIn, DeviceStandIn
 
 import interop
 from interop.adapters import cudf_, cupy_, numba_, torch_
@@ -23,7 +24,6 @@ from interop.adapters.verdicts import NEEDS_COPY, UNSUPPORTED
 from interop.api import REGISTRY
 from interop.default import build
 from interop.protocols import cai
-from test_gpu_rules import CupyStandIn, DeviceStandIn
 
 
 @pytest.fixture

@@ -530,7 +530,7 @@ def test_conversion_table_dali_rows_match_a_live_probe(dali):
 
     from interop.cli import table
 
-    md = (Path(__file__).resolve().parents[1] / "conversion_table.md").read_text()
+    md = (Path(__file__).resolve().parents[2] / "conversion_table.md").read_text()
     committed = table.parse_markdown(md)
     rows = [(label, make) for label, source, make in table.LAYOUTS if source == "dali"]
     assert rows

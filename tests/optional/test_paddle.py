@@ -46,7 +46,7 @@ from matrix_samples import (
 
 pytestmark = [pytest.mark.paddle]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OTHERS = ["numpy", "torch", "jax", "pyarrow", "pandas", "polars", "dlpack"]
 PADDLE_DTYPES = [d for d in DTYPES if d != "uint16"]  # paddle reads uint16 as bfloat16
 BIT_PACKED = {"pyarrow", "polars"}
@@ -530,4 +530,4 @@ def test_table_paddle_cells(live_table):
 
 
 # The docs examples, the committed table's freshness, the doctor's pitfalls and the GPU round
-# trips are tests/test_optional_suite.py's, parametrized over the optional frameworks.
+# trips are tests/optional/test_optional_suite.py's, parametrized over the optional frameworks.

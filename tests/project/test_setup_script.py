@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOISE = ("I0000 00:00:1700000000.000000 oneDNN custom operations are on",
          "W absl::InitializeLog() ccache: not found, paddle build may be slow")
 FAKE_PYTHON = """#!/usr/bin/env bash

@@ -2,7 +2,7 @@
 
 Runs in its own pytest process (``pytest -m tensorflow``; scripts/test.sh does it). The core
 run collects this file but never imports tensorflow: every import of it is inside a fixture
-or a test. Pairs with PaddlePaddle live in tests/test_paddle.py (paddle must be imported
+or a test. Pairs with PaddlePaddle live in tests/optional/test_paddle.py (paddle must be imported
 before tensorflow in one process).
 
 A zero-copy claim is proved by data pointers (TensorFlow's own DLPack export gives the
@@ -45,7 +45,7 @@ from matrix_samples import (
 
 pytestmark = [pytest.mark.tensorflow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OTHERS = ["numpy", "torch", "jax", "pyarrow", "pandas", "polars", "dlpack"]
 TF_DTYPES = [d for d in DTYPES]  # every dtype of the matrix: TF holds all of them
 BIT_PACKED = {"pyarrow", "polars"}
@@ -512,7 +512,7 @@ def test_table_tensorflow_cells(live_table):
 
 
 # The docs examples, the committed table's freshness, the doctor's pitfalls and the GPU round
-# trips are tests/test_optional_suite.py's, parametrized over the optional frameworks.
+# trips are tests/optional/test_optional_suite.py's, parametrized over the optional frameworks.
 
 
 class _Buffer:
