@@ -1,7 +1,7 @@
 """``python -m benchmarks [--quick] [--only a,b] [--out DIR] [--machine NAME]``.
 
-Runs every benchmark (dispatch, sizes, tables, structures, sparse, aos_soa, import_time, gpu,
-pool, dali) and writes
+Runs every benchmark (dispatch, sizes, tables, structures, nested, sparse, aos_soa, import_time,
+gpu, pool, dali) and writes
 ``<out>/<machine>.json``, ``<out>/<machine>.md`` and PNG plots (default out:
 ``benchmarks/results``). ``--quick`` uses tiny sizes and few repetitions (a smoke run).
 """
@@ -21,7 +21,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-SECTIONS = ("import_time", "dispatch", "sizes", "tables", "structures", "sparse", "aos_soa", "gpu",
+SECTIONS = ("import_time", "dispatch", "sizes", "tables", "structures", "nested", "sparse",
+            "aos_soa", "gpu",
             "pool", "dali")
 HERE = Path(__file__).resolve().parent
 

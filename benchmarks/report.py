@@ -181,10 +181,63 @@ def aos_markdown(a: dict[str, Any]) -> list[str]:
     return lines
 
 
+def nested_markdown(n: dict[str, Any] | None) -> list[str]:
+    """The nested section (``benchmarks/nested.py``): list and tensor columns to torch."""
+    if not n or "embeddings" not in n:
+        return []
+    e, r, small = n["embeddings"], n["ragged"], n["python_baseline_rows"]
+
+    def ms(x: dict[str, Any]) -> str:
+        return f"{x['median_s'] * 1e3:.3f}"
+
+    base = e["interop_to_framework"]["median_s"]
+    lines = ["", f"## 3c. Nested columns: {n['rows']:,} x {n['dim']} float32 embeddings, "
+             f"{n['rows']:,} ragged token rows (lengths 1-512) to torch", "",
+             f"Medians; the Python baselines ran on the first {small:,} rows (a Python object "
+             "per element: the full size would take minutes and gigabytes), scaled linearly "
+             f"to {n['rows']:,} rows in the last column. Zero-copy: embeddings "
+             f"{e['zero_copy']}, tokens {r['zero_copy']}.", "",
+             "| embeddings to an (n, d) tensor | ms | x interop | at full size, s |",
+             "|---|---|---|---|"]
+    for label, key in (("interop.to_framework(table, 'torch')", "interop_to_framework"),
+                       ("FixedShapeTensorArray.to_numpy_ndarray() + torch.from_numpy",
+                        "arrow_tensor_to_numpy_ndarray"),
+                       ("to_numpy(zero_copy_only=False) + np.stack", "to_numpy_then_np_stack")):
+        lines.append(f"| `{label}` | {ms(e[key])} | x{e[key]['median_s'] / base:,.1f} | |")
+    p = e["np_stack_to_pylist_small"]
+    lines.append(f"| `np.stack(column.to_pylist())`, {small:,} rows | {ms(p)} | "
+                 f"x{p['median_s'] / base:,.0f} | {e['np_stack_to_pylist_estimated_full_s']:.1f} |")
+    lines.append(f"| HuggingFace `with_format('torch')` | "
+                 f"{e.get('huggingface', 'see JSON')} | | |")
+    rb = r["interop_jagged"]["median_s"]
+    lines += ["", "| tokens to torch | ms | x interop | at full size, s |", "|---|---|---|---|",
+              f"| `interop.to_framework(column, 'torch')` (jagged nested tensor) | "
+              f"{ms(r['interop_jagged'])} | x1.0 | |",
+              f"| `torch.nested.nested_tensor_from_jagged(values, offsets)` (native, same "
+              f"buffers) | {ms(r['native_nested_tensor_from_jagged'])} | "
+              f"x{r['native_nested_tensor_from_jagged']['median_s'] / rb:.2f} | |",
+              f"| `pad_sequence([torch.tensor(r) for r in to_pylist()])`, {small:,} rows | "
+              f"{ms(r['python_pad_small'])} | x{r['python_pad_small']['median_s'] / rb:,.0f} | "
+              f"{r['python_pad_estimated_full_s']:.1f} |",
+              f"| `interop.to_framework(column, 'torch', ragged='pad')`, {small:,} rows | "
+              f"{ms(r['interop_pad_small'])} | x{r['interop_pad_small']['median_s'] / rb:,.0f} "
+              "| |", "",
+              "interop's hand-over by rows (us, median of 201 calls; each size its own array; "
+              "embeddings of 128 float32):", "",
+              "| rows | " + " | ".join(f"{p['rows']:,}" for p in n["scaling"]["embeddings_us"])
+              + " | largest / smallest |",
+              "|---" * (len(n["scaling"]["embeddings_us"]) + 2) + "|"]
+    for kind, label in (("embeddings_us", "fixed_size_list -> tensor"),
+                        ("ragged_us", "list -> jagged tensor")):
+        lines.append(f"| {label} | " + " | ".join(f"{p['median_us']:.1f}"
+                                                  for p in n["scaling"][kind])
+                     + f" | x{n['largest_over_smallest'][kind]:.2f} |")
+
+
 def sparse_markdown(sp: dict[str, Any]) -> list[str]:
-    """Section 3c: a SciPy CSR matrix to torch and JAX, against the hand-written routes."""
+    """Section 3d: a SciPy CSR matrix to torch and JAX, against the hand-written routes."""
     fmt = lambda n: f"{n / (1 << 20):.1f} MiB" if n else "0"  # noqa: E731
-    lines = ["", "## 3c. Sparse values (interleaved rounds, medians; bytes copied read from "
+    lines = ["", "## 3d. Sparse values (interleaved rounds, medians; bytes copied read from "
              "the frameworks' own pointers)", "",
              "| matrix | route | time | bytes copied |", "|---|---|---|---|"]
     names = {"interop_torch": "`interop.to_framework(m, 'torch')`",
@@ -293,6 +346,7 @@ def markdown(results: dict[str, Any]) -> str:
                      f"x{t['forward_vs_pyarrow_to_numpy']:.2f}; vs native torch: "
                      f"x{t['forward_vs_native_torch']:.2f}; back vs native: "
                      f"x{t['back_vs_native']:.2f}.")
+    lines += nested_markdown(results.get("nested"))
     st = results.get("structures")
     if st and "weights" in st:
         lines += ["", "## 3b. Structures (interleaved rounds; ratios and differences are "

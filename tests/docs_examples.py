@@ -11,7 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md"] + [ROOT / "docs" / f"{n}.md" for n in
                                ("index", "quickstart", "concepts", "frameworks",
-                                "troubleshooting", "dask", "sparse", "architecture")]
+                                "nested", "troubleshooting", "dask", "sparse",
+                                "architecture")]
 BLOCK = re.compile(r"(?P<before>[^\n]*)\n```python\n(?P<code>.*?)\n```", re.S)
 REQUIRES = re.compile(r"<!-- requires: (?P<name>[\w-]+) -->")
 OPTIONAL = ("tensorflow", "paddle", "dali", "multidevice")

@@ -226,6 +226,8 @@ def as_numpy(x: Any) -> np.ndarray:
         return x.numpy()
     if mod in ("jax", "jaxlib"):
         return np.asarray(x)
+    if mod == "pyarrow" and type(x).__name__ == "FixedShapeTensorArray":
+        return x.to_numpy_ndarray()  # an N-D array's rows, as Arrow reads them
     if mod == "pyarrow":
         return x.to_numpy(zero_copy_only=False)
     if mod in ("pandas", "polars"):

@@ -250,6 +250,13 @@ def _arrow(arr: Any) -> Layout:
         if arr.num_chunks != 1:
             raise TypeError(f"no single buffer: {arr.num_chunks} chunks")
         arr = arr.chunk(0)
+    if getattr(arr.type, "extension_name", "") == "arrow.fixed_shape_tensor":
+        # its rows, one after another in the storage's values (by Arrow's own accessors)
+        storage, values = arr.storage, arr.storage.values
+        size = values.type.bit_width // 8
+        shape = (len(arr), *arr.type.shape)
+        return Layout("cpu", values.buffers()[1].address + (values.offset + storage.offset
+                      * storage.type.list_size) * size, shape, _c_strides(shape, size), size)
     width = arr.type.bit_width
     buf = arr.buffers()[1]
     if width == 1:
@@ -403,7 +410,7 @@ def _arrow_regions(arr: Any) -> list[tuple[int, int]]:
     """The bytes each buffer of one Arrow array holds for its elements, from Arrow's own
     ``buffers()``, ``offset`` and the offsets NumPy reads out of Arrow's buffer: the validity
     bits, the values (bit-packed or fixed width), a string's offsets and the data they span;
-    the buffers of other nested types whole."""
+    the buffers of other nested types whole (none for an empty one)."""
     import pyarrow as pa
 
     t, n, o = arr.type, len(arr), arr.offset
@@ -431,7 +438,7 @@ def _arrow_regions(arr: Any) -> list[tuple[int, int]]:
         else:
             w = t.bit_width // 8
             out.append((bufs[1].address + o * w, bufs[1].address + (o + n) * w))
-    elif not pa.types.is_null(t):
+    elif not pa.types.is_null(t) and n:  # an empty nested array holds none of their bytes
         out += [(b.address, b.address + b.size) for b in bufs[1:] if b is not None]
     return [r for r in out if r[1] > r[0]]
 
@@ -520,6 +527,10 @@ def regions(x: Any) -> list[tuple[str, int, int]]:
         except pa.ArrowException as e:
             raise TypeError(f"polars' Arrow stream of {x.dtype} is unreadable: {e}") from e
         return [("cpu", *r) for r in first if r in again]
+    if mod == "torch" and x.is_nested:  # a jagged tensor: its values and offsets, by torch
+        return regions(x.values()) + regions(x.offsets())
+    if type(x).__name__ == "Jagged":  # interop's values and offsets pair: each by its own
+        return regions(x.values) + regions(x.offsets)
     if mod in ("torch", "jax", "jaxlib", "tensorflow", "paddle") or type(x).__name__ == \
             "PyCapsule":
         lay = _layout(x)

@@ -39,8 +39,9 @@ logger = logging.getLogger(__name__)
 
 # The pages in the order of the navigation, as paths from the source root (the repository).
 NAV = {
-    "Guides": ["docs/quickstart", "docs/concepts", "docs/frameworks", "docs/troubleshooting",
-               "docs/pool", "docs/dask", "docs/sparse", "docs/performance", "docs/reliability",
+    "Guides": ["docs/quickstart", "docs/concepts", "docs/frameworks", "docs/nested",
+               "docs/troubleshooting", "docs/pool", "docs/dask", "docs/sparse",
+               "docs/performance", "docs/reliability",
                "docs/architecture", "docs/gpu", "conversion_table"],
     "API reference": ["docs/api/interop", "docs/api/errors", "docs/api/mempool",
                       "docs/api/cli"],

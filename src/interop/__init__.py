@@ -21,10 +21,11 @@ __version__ = "0.1.0"  # the one place it is written: pyproject.toml reads it (a
 _API = {"can_convert", "explain", "frameworks", "register_converter", "register_framework",
         "shares_memory", "to_framework"}
 _PLAN = {"Plan", "Step"}
+_COMPOSITE = {"Jagged"}
 _TABLES = {"aos_to_soa", "columns_of", "soa_to_aos", "to_arrow_table", "to_record_batch",
            "transpose_kernel"}
 
-__all__ = sorted(_API | _PLAN | _TABLES
+__all__ = sorted(_API | _PLAN | _TABLES | _COMPOSITE
                  | {"InteropError", "NarrowingWarning", "ZeroCopyError", "errors"})
 
 
@@ -37,6 +38,10 @@ def __getattr__(name: str):
         from . import plan
 
         value = getattr(plan, name)
+    elif name in _COMPOSITE:
+        from .adapters import ragged
+
+        value = getattr(ragged, name)
     elif name in _TABLES:
         from . import tabular
 

@@ -86,6 +86,8 @@ def _views(x: Any) -> list:
         return []
     if isinstance(adapter, StructureAdapter):
         return [v for leaf in adapter.leaves(REGISTRY, x) for v in _views(leaf)]
+    if not isinstance(adapter, ArrayAdapter) and getattr(adapter, "buffers", None) is not None:
+        return adapter.buffers(x)
     if not isinstance(adapter, ArrayAdapter):
         take = getattr(adapter, "parts", None)
         return ([v for _, part in take(x).arrays for v in _views(part)] if take is not None

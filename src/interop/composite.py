@@ -8,7 +8,12 @@ A kind that converts itself (tables: nulls, chunks; DALI batches: padding) decla
 values), the rebuild of the target framework's kind of the same layout
 (:meth:`~interop.registry.Registry.builder`), after the :class:`~interop.adapters.base.Fix`
 es that kind's needs ask for (:attr:`~CompositeAdapter.prepare`). ``format=`` changes the
-layout first, by the source framework's own call (:attr:`~CompositeAdapter.reformat`).
+layout first, by the source framework's own call (:attr:`~CompositeAdapter.reformat`). A
+value stays itself converted to its own framework (:attr:`~CompositeAdapter.home`); taking
+it apart may copy (:attr:`~interop.adapters.base.Parts.copied`: ``copy=False`` refuses) or
+find nulls (:attr:`~interop.adapters.base.Parts.nulls`: only ``copy=True`` goes on); a
+target framework with a type of its own for the layout builds it
+(:func:`~interop.adapters.base.assembly`).
 """
 
 from __future__ import annotations
@@ -17,11 +22,34 @@ from collections.abc import Callable
 from typing import Any
 
 from .adapters.base import CompositeAdapter, Fix, Parts
-from .errors import InteropError, UnsupportedConversionError, ZeroCopyError
+from .errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
 
 Convert = Callable[[Any], Any]
 FORMAT = "format"
 """The option naming the layout of the result (``"csr"``, ``"coo"`` ... ``"dense"``)."""
+
+
+def take(adapter: CompositeAdapter, x: Any, options: dict[str, Any] | None,
+         reg: Any = None) -> Parts:
+    """``x`` taken apart, with the call's options where the kind declares them (any other
+    option is refused)."""
+    opts = dict(options or {})
+    assert adapter.parts is not None, adapter.name
+    if opts and not adapter.options:
+        from .route import no_options
+
+        raise no_options(reg, adapter.name, opts)
+    return adapter.parts(x, **opts) if opts else adapter.parts(x)
+
+
+def blocked(adapter: CompositeAdapter, parts: Parts, copy: bool | None) -> str | None:
+    """Why the parts cannot go on under ``copy=`` (nulls without ``copy=True``; a copy taking
+    them apart under ``copy=False``); ``None``: they can."""
+    if parts.nulls and copy is not True:
+        return parts.nulls
+    if parts.copied and copy is False:
+        return f"copy=False but {adapter.name}: {'; '.join(parts.copied)}"
+    return None
 
 
 def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool | None,
@@ -38,12 +66,22 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
 
         return own
     fmt = _format(reg, adapter, opts)
+    if opts and not adapter.options:
+        from .route import no_options
+
+        raise no_options(reg, adapter.name, opts)
+    if (fmt is None and tgt == adapter.home and copy is not True and device is None
+            and not opts):
+        return _itself
 
     def by_parts(x: Any) -> Any:
-        parts = adapter.parts(x)  # type: ignore[misc]
+        parts = take(adapter, x, opts, reg)
         if fmt is not None and fmt != parts.layout:
             return reg.convert(_reformat(adapter, x, parts, fmt, copy), tgt, copy=copy,
                                device=device, stream=stream)
+        why = blocked(adapter, parts, copy)
+        if why is not None:
+            raise (NullsError if parts.nulls and copy is not True else ZeroCopyError)(why)
         builder = _builder(reg, adapter, parts, tgt)
         parts, fixes = _prepared(reg, adapter, parts, builder)
         if fixes and copy is False:
@@ -59,6 +97,10 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
     return by_parts
 
 
+def _itself(x: Any) -> Any:
+    return x
+
+
 def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
             copy: bool | None, options: dict[str, Any] | None) -> Any:
     """The plan of ``x`` to ``tgt``: the kind's own, or its parts'
@@ -69,8 +111,16 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
         return adapter.explain(reg, x, tgt, copy=copy, **(options or {}))
     opts = dict(options or {})
     fmt = _format(reg, adapter, opts)
-    assert adapter.parts is not None, adapter.name
-    parts = adapter.parts(x)
+    if (fmt is None and tgt == adapter.home and copy is not True and device is None
+            and not opts):
+        return Plan(adapter.name, tgt, (Step(adapter.name, tgt, "identity"),), True)
+    try:
+        parts = take(adapter, x, opts, reg)
+    except NullsError as e:  # nulls no copy fills (integers): what the conversion raises
+        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False, error="nulls")
+    except UnsupportedConversionError as e:  # a value of the kind it cannot take apart
+        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
+                    error="unsupported")
     if fmt is not None and fmt != parts.layout:
         step = Step(adapter.name, adapter.name, f"format={fmt!r} ({parts.layout} -> {fmt})",
                     copies=True)
@@ -82,38 +132,47 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
         rest = reg.explain(adapter.reformat(x, fmt), tgt, device, copy)  # type: ignore[misc]
         return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *rest.reasons),
                     (), rest.supported, rest.error)
+    blocked_why = blocked(adapter, parts, copy)
+    if blocked_why is not None:
+        return Plan(adapter.name, tgt, (), False, (blocked_why,), supported=False,
+                    error="nulls" if parts.nulls and copy is not True else "zero-copy")
     try:
         builder = _builder(reg, adapter, parts, tgt)
         parts, fixes = _prepared(reg, adapter, parts, builder)
     except InteropError as e:
         return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
                     error="unsupported")
-    why = [_fix_reason(parts.layout, f) for f in fixes]
+    fixed = [_fix_reason(parts.layout, f) for f in fixes]
     first = [Step(adapter.name, adapter.name, f"{parts.layout} {', '.join(map(str, f.roles))}"
                   f" copied", copies=True) for f in fixes]
     if fixes and copy is False:
-        return Plan(adapter.name, tgt, tuple(first), False, tuple(why), supported=False,
+        return Plan(adapter.name, tgt, tuple(first), False, tuple(fixed), supported=False,
                     error="zero-copy")
     for f in fixes:
         parts = f.apply(parts)
     dense = builder.dense or builder.of or tgt
-    joined = of_parts(adapter.name, tgt, parts.layout,
-                      [(role, reg.explain(a, dense, device, copy)) for role, a in parts.arrays],
-                      first, why)
-    if fixes:
-        return Plan(joined.source, joined.target, joined.steps, False, joined.reasons,
-                    (), joined.supported, joined.error)
-    return joined
+    layout = (adapter.describe(reg, parts, tgt),) if adapter.describe is not None else ()
+    made = of_parts(adapter.name, tgt, parts.layout,
+                    [(role, reg.explain(a, dense, device, copy)) for role, a in parts.arrays],
+                    first, (*layout, *parts.copied, *((parts.nulls,) if parts.nulls else ()),
+                            *fixed))
+    if not parts.copied and not parts.nulls and not fixes:
+        return made
+    return Plan(made.source, made.target, made.steps, False, made.reasons, (), made.supported,
+                made.error)
 
 
 def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:
-    """The ``format=`` asked (``None``: keep the layout); any other option is refused."""
-    fmt = opts.pop(FORMAT, None)
-    if opts or (fmt is not None and adapter.reformat is None):
+    """The ``format=`` asked, taken out of ``opts`` (``None``: keep the layout); refused for
+    a kind that cannot change its layout."""
+    if FORMAT not in opts:
+        return None
+    fmt = opts.pop(FORMAT)
+    if adapter.reformat is None:
         from .route import no_options
 
-        raise no_options(reg, adapter.name, opts or {FORMAT: fmt})
-    if fmt is not None and not isinstance(fmt, str):
+        raise no_options(reg, adapter.name, {FORMAT: fmt})
+    if not isinstance(fmt, str):
         raise InteropError(f"format= names a layout ('csr', 'coo', 'dense' ...), got {fmt!r}")
     return fmt
 

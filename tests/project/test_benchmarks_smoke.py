@@ -24,7 +24,7 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path),
          "--machine", "smoke", "--no-plots", "--only", "import_time,dispatch,sizes,tables,"
-         "structures,aos_soa,gpu,pool"],
+         "structures,nested,aos_soa,gpu,pool"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     data = json.loads((tmp_path / "smoke.json").read_text())
@@ -54,6 +54,10 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
         assert weights["zero_copy"] and {"ratio", "ratio_nested", "leaves_ratio"} <= set(weights)
         assert "over_leaves_us" in data["structures"]["batch"][target]
     assert "## 3b. Structures" in (tmp_path / "smoke.md").read_text()
+    nested = data["nested"]  # issue 37: list and tensor columns, zero-copy, by rows
+    assert nested["embeddings"]["zero_copy"] and nested["ragged"]["zero_copy"]
+    assert [p["rows"] for p in nested["scaling"]["ragged_us"]] == [1_000, 10_000]
+    assert "## 3c. Nested columns" in (tmp_path / "smoke.md").read_text()
     assert "ratio_to_memcpy" in data["aos_soa"] and data["aos_soa"]["correct"]
     assert "import_ms" in data["import_time"] and "cold_plan" in data["import_time"]
     import torch  # the GPU benchmark runs exactly when torch sees a CUDA device

@@ -304,6 +304,8 @@ def _values(v) -> np.ndarray:
         if t.dtype == torch.float8_e4m3fn:
             return t.view(torch.uint8).numpy().view(ml_dtypes.float8_e4m3fn)
         return t.numpy()
+    if isinstance(v, pa.FixedShapeTensorArray):
+        return v.to_numpy_ndarray()  # an N-D array's rows, as Arrow reads them
     if isinstance(v, pa.Array | pa.ChunkedArray):
         return v.to_numpy(zero_copy_only=False)
     if isinstance(v, pl.Series | pd.Series):

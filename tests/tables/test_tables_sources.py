@@ -220,8 +220,8 @@ def test_dict_build_errors():
         interop.to_framework({"x": np.arange(3), "y": np.arange(4)}, "pyarrow")
     with pytest.raises(InteropError, match="must be strings"):
         interop.to_framework({1: np.arange(3)}, "pyarrow")
-    with pytest.raises(UnsupportedConversionError, match="column 'm'.*one-dimensional"):
-        interop.to_framework({"m": np.zeros((3, 2))}, "pyarrow")
+    with pytest.raises(UnsupportedConversionError, match="column 'm'.*rows of no elements"):
+        interop.to_framework({"m": np.zeros((3, 0))}, "pyarrow")  # (3, 2): a tensor column
 
 
 def test_masked_pairs_convert_between_frameworks_and_columns_of():

@@ -146,6 +146,11 @@ class ArrayAdapter:
     edges: Callable[[], list[Edge]] = field(default=_no_edges)
     """Its own edges (to and from NumPy, mostly), besides the DLPack and CAI ones the
     registry makes from the capabilities above."""
+    assemble: tuple[tuple[str, str, Callable[[Parts], Any]], ...] = ()
+    """The composite layouts it has a type of its own for, as ``(layout, call, make)``:
+    ``make(parts)`` builds its value from parts already converted to it (torch:
+    ``("jagged", "torch.nested.nested_tensor_from_jagged", ...)``); a composite's rebuild
+    finds it with :func:`assembly`."""
 
     def missing(self) -> str | None:
         """Why its package cannot be imported here, with the fix; ``None`` when it can."""
@@ -171,10 +176,16 @@ class Parts:
     layout: str
     arrays: tuple[tuple[Any, Any], ...]
     meta: tuple[tuple[str, Any], ...] = ()
+    copied: tuple[str, ...] = ()
+    """Why taking the value apart copied (joining chunks, rebasing offsets, padding): the
+    plan is then no zero-copy one, and ``copy=False`` refuses it; empty: the arrays are views."""
+    nulls: str = ""
+    """Why the value holds nulls a dense buffer cannot show: ``copy=True`` takes the arrays
+    (their null slots filled, NaN for floating types), any other ``copy=`` refuses it."""
 
     def with_arrays(self, arrays: tuple[tuple[Any, Any], ...]) -> Parts:
         """The same layout and meta over other arrays (the converted ones)."""
-        return Parts(self.layout, arrays, self.meta)
+        return Parts(self.layout, arrays, self.meta, self.copied, self.nulls)
 
     def replace(self, arrays: dict[Any, Any] | None = None, **meta: Any) -> Parts:
         """These parts with some arrays (by role) and some meta keys replaced."""
@@ -218,8 +229,13 @@ class CompositeAdapter:
     package: str = ""
     devices: tuple[str, ...] = ("cpu",)
     is_value: Callable[[Any], bool] = field(default=_never)
-    parts: Callable[[Any], Parts] | None = None
-    """The value taken apart (:class:`Parts`); :func:`interop.shares_memory` reads it too."""
+    parts: Callable[..., Parts] | None = None
+    """The value taken apart (:class:`Parts`), given the call's :attr:`options` as keywords
+    when it declares some; :func:`interop.shares_memory` reads it too, unless
+    :attr:`buffers` is given."""
+    buffers: Callable[[Any], list[BufferView]] | None = None
+    """Every buffer the value occupies, for :func:`interop.shares_memory`, where taking it
+    apart may copy a part (rebased offsets); ``None``: its parts are views of all of it."""
     rebuild: Callable[[Any, Parts, str], Any] | None = None
     """``(registry, converted parts, target)`` -> the value on the target side."""
     convert: Callable[..., Any] | None = None
@@ -235,8 +251,14 @@ class CompositeAdapter:
     frameworks)."""
     per_value_owner: bool = False
     options: tuple[str, ...] | None = None
-    """The options ``convert`` takes (``None``: the table options,
+    """The options ``convert`` (or ``parts``) takes (``None``: the table options,
     :data:`interop.names.TABLE_OPTIONS`); a structure hands each leaf those it takes."""
+    home: str = ""
+    """The framework whose values these are: converted to it without ``copy=True``, a value
+    stays itself."""
+    describe: Callable[[Any, Parts, str], str] | None = None
+    """``(registry, parts, target)`` -> the line ``explain`` gives on what the parts form and
+    what the target receives (a shape, dimension names, the call rebuilding it)."""
     stream: bool = False
     """Whether ``convert`` takes ``stream=`` (a batch of GPU samples); otherwise the stream is
     not passed on."""
@@ -297,6 +319,16 @@ class StructureAdapter:
 
     def owns(self, x: Any) -> bool:
         return self.is_value(x)
+
+
+def assembly(reg: Any, tgt: str, layout: str) -> tuple[str, Callable[[Parts], Any]] | None:
+    """``(call, make)``: how framework ``tgt`` builds its own value of ``layout`` from parts
+    converted to it (:attr:`ArrayAdapter.assemble`); ``None``: it has
+    no type of that layout."""
+    for name, call, make in getattr(reg.adapters[tgt], "assemble", ()):
+        if name == layout:
+            return call, make
+    return None
 
 
 def instance_test(module: str, *names: str) -> Callable[[Any], bool]:

@@ -1,7 +1,8 @@
 """Any other object: a CUDA Array Interface producer, a DLPack producer, or a CPU buffer
 (array interface, buffer protocol).
 
-These are sources only. Device buffers go to the GPU consumers over the CUDA Array Interface
+These are sources only (so is :class:`interop.Jagged`, values and offsets). Device
+buffers go to the GPU consumers over the CUDA Array Interface
 (CuPy, the GPU hub, and Numba wait on the producer's ``stream`` themselves; torch is made to
 wait by its adapter); host buffers are read through NumPy, which consumes both host protocols.
 """
@@ -15,7 +16,8 @@ from typing import Any
 from .. import devices
 from ..protocols import array_interface, cai, dlpack
 from ..view import BufferView
-from .base import STEP_COPIES, ArrayAdapter, Edge, fixed
+from .base import STEP_COPIES, ArrayAdapter, CompositeAdapter, Edge, fixed
+from .ragged import Jagged, describe_jagged, jagged_parts, rebuild_jagged
 
 
 def _is_cai_producer(x: Any) -> bool:
@@ -185,4 +187,16 @@ BUFFER = ArrayAdapter(
                         fixed(_buffer_to_numpy), check=_buffer_check)],
 )
 
-ADAPTERS = [CAI_PRODUCER, PRODUCER, BUFFER]
+JAGGED = CompositeAdapter(
+    name="jagged",
+    is_value=lambda x: type(x) is Jagged,
+    parts=jagged_parts,
+    rebuild=rebuild_jagged,
+    describe=lambda reg, p, tgt: describe_jagged(reg, p, tgt, "interop.Jagged"),
+    devices=("cpu", "cuda"),
+)
+"""A ragged batch as :class:`interop.Jagged` values and offsets (what a list column
+or a jagged tensor gives a framework without a ragged type): converted to torch or pyarrow,
+that framework's ragged type."""
+
+ADAPTERS = [JAGGED, CAI_PRODUCER, PRODUCER, BUFFER]

@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
 from . import sparse_parts as sparse
+from .arrow_nested import ARROW_NESTED
 from .base import (
     ALIGNED,
     ARROW_TYPE_ID,
@@ -171,8 +172,8 @@ def _ranges(x: Any) -> list[tuple[int, int]]:
         return out
     try:
         width = t.bit_width
-    except ValueError:  # variable width or nested: every buffer, whole
-        return out + [(b.address, b.address + b.size) for b in bufs[1:] if b is not None]
+    except ValueError:  # variable width or nested: every buffer, whole (empty: none)
+        return out + [(b.address, b.address + b.size) for b in bufs[1:] if b is not None and n]
     if not width or len(bufs) < 2 or bufs[1] is None:  # the null type: no values
         return out
     if width == 1:
@@ -202,6 +203,63 @@ _np_check = series_check("pyarrow Array", memo(_dtype_verdict), strided="pyarrow
                                      "Arrow buffers are aligned"))
 
 
+def _np_check_any(a: Any) -> tuple[str, str] | None:
+    """The check of a NumPy array becoming Arrow: one dimension, a ``pyarrow.array``; more,
+    an ``arrow.fixed_shape_tensor`` array of its rows (the same buffer where it is
+    C-contiguous)."""
+    if a.ndim < 2:
+        return _np_check(a)
+    if a.dtype.kind not in "iuf":
+        return UNSUPPORTED, (f"an Arrow fixed_shape_tensor holds numbers only, not {a.dtype}; "
+                             f"the array has shape {a.shape}: cast it first (booleans: "
+                             "a.astype(numpy.uint8)), or convert it as a 1-D array")
+    v = _dtype_verdict(a.dtype)
+    if v is not None:
+        return v
+    if 0 in a.shape[1:]:
+        return UNSUPPORTED, (f"an array of shape {a.shape} has rows of no elements, which an "
+                             "Arrow fixed_shape_tensor cannot hold")
+    if not a.flags.c_contiguous:
+        return STEP_COPIES, (f"strides {a.strides} are not C-contiguous: "
+                             "FixedShapeTensorArray.from_numpy_ndarray takes a C-contiguous "
+                             "copy")
+    if not a.flags.aligned:
+        return NEEDS_COPY, "the array is not aligned to its itemsize, and Arrow buffers are"
+    return None
+
+
+def _from_numpy() -> Any:
+    """NumPy to Arrow: ``pyarrow.array`` of a 1-D array, a ``FixedShapeTensorArray`` of the
+    rows of an N-D one."""
+    pa, np = module("pyarrow"), module("numpy")
+    array = pa.array
+
+    def convert(a: Any) -> Any:
+        if a.ndim < 2:
+            return array(a)
+        a = a if a.flags.c_contiguous else np.ascontiguousarray(a)
+        flat = array(a.reshape(-1))
+        rows = pa.FixedSizeListArray.from_arrays(flat, a[0].size if len(a) else
+                                                 int(np.prod(a.shape[1:])))
+        return pa.ExtensionArray.from_storage(
+            pa.fixed_shape_tensor(flat.type, list(a.shape[1:])), rows)
+
+    return convert
+
+
+def _jagged(parts: Any) -> Any:
+    """An Arrow list array over converted ``values`` and ``offsets`` (int64 offsets: a
+    ``large_list``); values of a fixed_shape_tensor type keep their storage (a
+    ``fixed_size_list``)."""
+    pa = module("pyarrow")
+    arrays = dict(parts.arrays)
+    values, offsets = arrays["values"], arrays["offsets"]
+    if isinstance(values, pa.FixedShapeTensorArray):
+        values = values.storage
+    kind = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
+    return kind.from_arrays(offsets, values)
+
+
 def _arrow_dtypes() -> frozenset[Any]:
     np = module("numpy")
     return frozenset(np.dtype(c) for c in _ARROW_NUMERIC)
@@ -211,8 +269,8 @@ def _edges() -> list[Edge]:
     return [
         Edge("pyarrow", "numpy", "Array.to_numpy(zero_copy_only=True)", _to_numpy_converter,
              check=check, accepts=Accepts(numeric_array_types)),
-        Edge("numpy", "pyarrow", "pyarrow.array", lambda: module("pyarrow").array,
-             check=_np_check, accepts=Accepts(lambda: (module("numpy").ndarray,),
+        Edge("numpy", "pyarrow", "pyarrow.array", _from_numpy,
+             check=_np_check_any, accepts=Accepts(lambda: (module("numpy").ndarray,),
                                               _arrow_dtypes, flags=ALIGNED, ndim=1)),
     ]
 
@@ -229,7 +287,9 @@ ADAPTER = ArrayAdapter(
     buffers=buffers,
     to_numpy=to_numpy,
     edges=_edges,
+    assemble=(("jagged", "pyarrow.ListArray.from_arrays(offsets, values)", _jagged),),
 )
+
 
 
 
@@ -288,4 +348,6 @@ SPARSE = sparse.kind(
     reformat=_sparse_reformat,
 )
 
-ADAPTERS = (ADAPTER, SPARSE)
+ADAPTERS = (ARROW_NESTED, ADAPTER, SPARSE)
+"""Arrow's list and tensor arrays (:mod:`interop.adapters.arrow_nested`), then its arrays of one
+buffer, then its sparse tensors."""

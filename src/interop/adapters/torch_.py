@@ -17,6 +17,7 @@ from .base import (
     UNSUPPORTED,
     Accepts,
     ArrayAdapter,
+    CompositeAdapter,
     ConsumerRules,
     Edge,
     NeedsCopy,
@@ -467,6 +468,9 @@ ADAPTER = ArrayAdapter(
     to_device=_to_device,
     gpu_present=_gpu_present,
     edges=_edges,
+    assemble=(("jagged", "torch.nested.nested_tensor_from_jagged(values, offsets)",
+               lambda p: module("torch").nested.nested_tensor_from_jagged(
+                   *(dict(p.arrays)[k] for k in ("values", "offsets")))),),
 )
 
 
@@ -547,4 +551,38 @@ SPARSE = sparse.kind(
     within=True,
 )
 
-ADAPTERS = (ADAPTER, SPARSE)
+
+
+def _jagged_parts(t: Any) -> Parts:
+    """A jagged nested tensor taken apart: its ``values`` and ``offsets`` (no copy)."""
+    return Parts("jagged", (("values", t.values()), ("offsets", t.offsets())))
+
+
+def _jagged_describe(reg: Any, p: Parts, tgt: str) -> str:
+    from .ragged import describe_jagged
+
+    return describe_jagged(reg, p, tgt, "torch jagged nested tensor")
+
+
+def _jagged_rebuild(reg: Any, p: Parts, tgt: str) -> Any:
+    from .ragged import rebuild_jagged
+
+    return rebuild_jagged(reg, p, tgt)
+
+
+JAGGED = CompositeAdapter(
+    name="torch-jagged",
+    modules=("torch",),
+    package="torch",
+    devices=("cpu", "cuda"),
+    is_value=instance_test("torch.nested._internal.nested_tensor", "NestedTensor"),
+    parts=_jagged_parts,
+    rebuild=_jagged_rebuild,
+    describe=_jagged_describe,
+    home="torch",
+)
+"""torch's jagged nested tensors (``torch.nested.nested_tensor_from_jagged``): values plus
+offsets, detected before torch's strided tensors."""
+
+
+ADAPTERS = (JAGGED, ADAPTER, SPARSE)

@@ -63,9 +63,23 @@ def _numpy(a: Any) -> list[Layout]:
     return [("cpu", ai["data"][0], shape, strides, a.itemsize)]
 
 
+def _leaves(arr: Any) -> list[Any]:
+    """The arrays of numbers under an Arrow list or tensor array, read by Arrow's own
+    accessors: the flattened values and, for a list, its offsets (``[arr]`` for numbers)."""
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ExtensionArray):
+        return _leaves(arr.storage)
+    if pa.types.is_fixed_size_list(arr.type):
+        return _leaves(arr.flatten())
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        return [*_leaves(arr.flatten()), arr.offsets]
+    return [arr]
+
+
 def _arrow(x: Any) -> list[Layout]:
     out = []
-    for arr in (x.chunks if hasattr(x, "chunks") else [x]):
+    for arr in (leaf for c in (x.chunks if hasattr(x, "chunks") else [x]) for leaf in _leaves(c)):
         if arr.type.bit_width == 1:  # bit-packed booleans: the bytes holding their bits
             bits = arr.offset % 8 + len(arr)
             out.append(("cpu", arr.buffers()[1].address + arr.offset // 8, [(bits + 7) // 8],
@@ -86,6 +100,10 @@ def layouts(x: Any) -> list[Layout]:
         return _numpy(x)
     if type(x).__name__ == "PyCapsule":
         return _capsule(x)
+    if type(x).__name__ == "Jagged":  # interop's values and offsets
+        return layouts(x.values) + layouts(x.offsets)
+    if mod == "torch" and x.is_nested:  # a jagged tensor: its values and offsets
+        return layouts(x.values()) + layouts(x.offsets())
     if mod == "torch":
         n = x.element_size()
         return [(x.device.type, x.data_ptr(), x.shape, [s * n for s in x.stride()], n)]
@@ -132,8 +150,10 @@ def overlap(a: Any, b: Any) -> bool:
 def first(x: Any) -> Any:
     """The first element of a host value, read through its own framework's API."""
     mod = type(x).__module__.partition(".")[0]
+    if type(x).__name__ == "Jagged" or mod == "torch" and x.is_nested:
+        return first(x.values if type(x).__name__ == "Jagged" else x.values())
     if mod == "pyarrow":
-        v = x[0].as_py()
+        v = _leaves(x)[0][0].as_py() if hasattr(x, "type") else x[0].as_py()
     elif mod == "pandas":
         v = x.iloc[0]
     elif mod == "polars":
@@ -149,6 +169,8 @@ def write_first(x: Any, value: Any) -> bool:
     us (a writable NumPy array, a torch tensor); False for an immutable value."""
     import numpy as np
 
+    if type(x).__name__ == "Jagged" or type(x).__module__.startswith("torch") and x.is_nested:
+        return write_first(x.values if type(x).__name__ == "Jagged" else x.values(), value)
     writable = (isinstance(x, np.ndarray) and x.flags.writeable
                 or type(x).__module__.partition(".")[0] == "torch")
     if writable:
@@ -178,7 +200,10 @@ class _Producer:
 
 
 def host_result(x: Any) -> Any:
-    """A host DLPack capsule consumed by ``numpy.from_dlpack``; any other value as it is."""
+    """A host DLPack capsule consumed by ``numpy.from_dlpack`` (in an ``interop.Jagged``,
+    each); any other value as it is."""
+    if type(x).__name__ == "Jagged":
+        return type(x)(host_result(x.values), host_result(x.offsets))
     if type(x).__name__ != "PyCapsule":
         return x
     import numpy as np

@@ -9,8 +9,10 @@
   Reading consumes a one-shot stream, so ``explain`` reads only its schema.
 * ``__arrow_c_device_array__`` (Arrow C Device Data Interface): a CPU device imports like
   ``__arrow_c_array__``; a CUDA device is imported by pyarrow as ``pyarrow.cuda`` buffers and
-  each fixed-width column is handed on as a ``__cuda_array_interface__`` over its data buffer
-  (needs a GPU; never run on the CPU-only test machine).
+  each fixed-width column is handed on as a ``__cuda_array_interface__`` over its data buffer,
+  a ``fixed_size_list`` or tensor column as the N-D interface of its values
+  (:class:`interop.adapters.arrow_nested.DeviceRows`) (needs a GPU; never run on the CPU-only test
+  machine).
 """
 
 from __future__ import annotations
@@ -142,5 +144,10 @@ def device_columns(batch: Any) -> list[tuple[str, Any]]:  # pragma: no cover - n
     record batch imported from a CUDA device."""
     import cupy
 
-    return [(f.name, cupy.asarray(CudaColumn(batch.column(i))))
+    from .columns import _arrow_kind
+
+    # list and tensor columns stay Arrow arrays: the nested composite reads their device
+    # buffers (interop.adapters.arrow_nested.DeviceRows)
+    return [(f.name, batch.column(i) if _arrow_kind(f.type) == "nested"
+             else cupy.asarray(CudaColumn(batch.column(i))))
             for i, f in enumerate(batch.schema)]

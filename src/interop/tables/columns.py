@@ -12,7 +12,10 @@ to the registry for each column:
   its validity bitmap (zero-copy; slots under a null hold whatever bytes Arrow left there) and
   the bitmap unpacked to ``bool`` (``True`` = valid), the one copy; ``nulls="fill"`` with
   ``fill_value`` replaces nulls (a copy);
-* strings, lists, structs, decimals, dictionaries ...: :class:`UnsupportedConversionError`
+* list and tensor columns (``fixed_size_list``, ``arrow.fixed_shape_tensor``, ``list``,
+  ``large_list``, ``list_view``; polars ``Array`` and ``List``): their one chunk, converted
+  as a composite (:mod:`interop.adapters.arrow_nested`: an N-D array, or values and offsets);
+* strings, structs, decimals, dictionaries ...: :class:`UnsupportedConversionError`
   naming each such column and its type, and offering ``columns=`` with the convertible ones.
 
 The result is a :class:`Columns` -- a plain ``dict`` subclass -- carrying ``.meta``
@@ -93,11 +96,16 @@ def is_arrow_array(x: Any) -> bool:
 
 
 def _arrow_kind_of(t: Any) -> str:
-    """``"numeric"``, ``"bool"``, ``"temporal"`` or ``"unsupported"`` for an Arrow type."""
+    """``"numeric"``, ``"bool"``, ``"temporal"``, ``"nested"`` (a list or tensor column, a
+    composite of :mod:`interop.adapters.arrow_nested`) or ``"unsupported"`` for an Arrow type."""
     types = _pa().types
     return ("bool" if types.is_boolean(t)
             else "numeric" if types.is_integer(t) or types.is_floating(t)
             else "temporal" if types.is_temporal(t) and not types.is_interval(t)
+            else "nested" if (types.is_fixed_size_list(t) or types.is_list(t)
+                              or types.is_large_list(t) or types.is_list_view(t)
+                              or types.is_large_list_view(t)
+                              or getattr(t, "extension_name", "") == "arrow.fixed_shape_tensor")
             else "unsupported")
 
 
@@ -156,7 +164,7 @@ def prepare(name: Any, col: Any, *, nulls: str, fill_value: Any, copy: bool | No
     pa = _pa()
     if pa is not None and isinstance(col, (pa.Array, pa.ChunkedArray)):
         return _prepare_arrow(name, col, nulls, fill_value, copy, dry)
-    if isinstance(col, tuple) and len(col) == 2:  # a (values, mask) pair, e.g. from Columns
+    if type(col) is tuple and len(col) == 2:  # a (values, mask) pair, e.g. from Columns
         return Prepared(value=col[0], mask=col[1],
                         mask_step=Step("mask", "mask", "the mask converts on its own"))
     mod = type(col).__module__.partition(".")[0]
@@ -203,6 +211,8 @@ def _prepare_arrow(name: Any, col: Any, nulls: str, fill_value: Any, copy: bool 
     kind = _arrow_kind(col.type)
     if kind == "unsupported":
         return _unsupported(name, col.type)
+    if kind == "nested":
+        return _prepare_nested(name, col, nulls, copy, dry, prep)
     if kind == "temporal":
         prep.meta = _temporal_meta(col.type)
         col = _int_view(col)
@@ -230,25 +240,60 @@ def _prepare_arrow(name: Any, col: Any, nulls: str, fill_value: Any, copy: bool 
             prep.value = col.fill_null(pa.scalar(fill_value).cast(col.type))
         return prep
     # nulls == "mask"
-    if isinstance(col, pa.ChunkedArray):
-        if col.num_chunks != 1:
-            if copy is False:
-                prep.error = ("zero-copy", f"column {name!r} with nulls is split into "
-                              f"{col.num_chunks} chunks; joining them copies")
-                return prep
-            prep.copied = True
-            prep.steps.append(Step("pyarrow", "pyarrow", "combine_chunks()", copies=True))
-            prep.reasons.append(f"column {name!r} is split into {col.num_chunks} chunks; "
-                                "joining them copies")
-            col = col.chunk(0) if dry else col.combine_chunks()
-        else:
-            col = col.chunk(0)
+    col = _one_chunk(name, col, copy, dry, prep, "with nulls ")
+    if col is None:
+        return prep
     prep.value = _strip_validity(col)
     prep.mask = None if dry else unpack_validity(col)
     prep.mask_step = Step("pyarrow", "numpy", "validity bitmap unpacked to bool", copies=True)
     prep.reasons.append(f"column {name!r}: {col.null_count} nulls; values are the buffer "
                         "without its bitmap, the mask (bitmap unpacked to bool) is a copy")
     return prep
+
+
+def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: bool,
+                    prep: Prepared) -> Prepared:
+    """A list or tensor column: its one chunk (several: joined, a copy), handed to the
+    registry as a composite; nulls are refused (``nulls='mask'`` and ``'fill'`` take
+    columns of numbers)."""
+    from ..adapters.arrow_nested import numeric_items
+
+    if not numeric_items(col.type):
+        return _unsupported(name, col.type)
+    if col.null_count:
+        if nulls == "raise":
+            prep.error = ("nulls", f"column {name!r} ({col.type}) holds {col.null_count} "
+                          "nulls")
+        else:
+            prep.error = ("unsupported", f"column {name!r} ({col.type}) holds "
+                          f"{col.null_count} nulls, and nulls={nulls!r} takes columns of "
+                          "numbers; fill them first (pyarrow.compute.fill_null)")
+        return prep
+    prep.value = _one_chunk(name, col, copy, dry, prep)
+    return prep
+
+
+def _one_chunk(name: Any, col: Any, copy: bool | None, dry: bool, prep: Prepared,
+               what: str = "") -> Any:
+    """The column as one Arrow array: its one chunk, or its chunks joined (a copy, recorded
+    in ``prep``; ``dry``: the first chunk stands in); ``None`` with ``prep.error`` set when
+    ``copy=False`` refuses the join."""
+    pa = _pa()
+    if not isinstance(col, pa.ChunkedArray):
+        return col
+    if col.num_chunks == 1:
+        return col.chunk(0)
+    if not col.num_chunks:
+        return pa.array([], type=col.type)
+    if copy is False:
+        prep.error = ("zero-copy", f"column {name!r} {what}is split into {col.num_chunks} "
+                      "chunks; joining them copies")
+        return None
+    prep.copied = True
+    prep.steps.append(Step("pyarrow", "pyarrow", "combine_chunks()", copies=True))
+    prep.reasons.append(f"column {name!r} is split into {col.num_chunks} chunks; "
+                        "joining them copies")
+    return col.chunk(0) if dry else col.combine_chunks()
 
 
 def _prepare_pandas(name: Any, s: Any, nulls: str, fill_value: Any, copy: bool | None,
@@ -288,7 +333,9 @@ def _prepare_polars(name: Any, s: Any, nulls: str, fill_value: Any, copy: bool |
     pl = sys.modules["polars"]
     if dt.is_numeric() and not dt.is_decimal() and not s.null_count():
         return Prepared(value=s)
-    if not (dt.is_numeric() or dt.is_temporal() or dt == pl.Boolean) or dt.is_decimal():
+    nested = isinstance(dt, (pl.List, pl.Array))  # Arrow's list and fixed_size_list
+    if not (dt.is_numeric() or dt.is_temporal() or dt == pl.Boolean or nested) \
+            or dt.is_decimal():
         return _unsupported(name, dt)
     prep = Prepared()
     if dt == pl.Boolean and not s.null_count():
@@ -367,9 +414,9 @@ def _raise_errors(source: str, preps: dict[Any, Prepared], nulls: str) -> None:
     unsupported = [r for r, in ((e[1],) for e in errs.values() if e[0] == "unsupported")]
     if unsupported:
         raise UnsupportedConversionError(
-            f"{source}: {'; '.join(unsupported)}: only fixed-width numeric, boolean and "
-            f"temporal columns convert to arrays; select the convertible ones with "
-            f"columns={ok!r} (or cast the others first)")
+            f"{source}: {'; '.join(unsupported)}: only fixed-width numeric, boolean, "
+            "temporal, list and tensor columns (of numbers) convert to arrays; select the "
+            f"convertible ones with columns={ok!r} (or cast the others first)")
     with_nulls = [e[1] for e in errs.values() if e[0] == "nulls"]
     if with_nulls:
         raise NullsError(

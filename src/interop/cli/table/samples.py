@@ -110,6 +110,31 @@ def _arrow(variant: str) -> Maker:
     return make
 
 
+def _nested(variant: str) -> Maker:
+    """An Arrow list or tensor sample over the table's aligned sample (the origin, a NumPy
+    array over the same buffer): ``"fixed"`` (``fixed_size_list<float>[32]``, 32 rows),
+    ``"tensor"`` (``arrow.fixed_shape_tensor`` [4, 8], 32 rows) or ``"list"`` (``list<float>``,
+    32 rows of 32)."""
+    def make() -> tuple[Any, Any]:
+        import numpy as np
+        import pyarrow as pa
+
+        b = aligned()
+        values = pa.array(b)
+        rows = pa.FixedSizeListArray.from_arrays(values, 32)
+        if variant == "fixed":
+            return rows, b
+        if variant == "tensor":
+            return pa.ExtensionArray.from_storage(
+                pa.fixed_shape_tensor(pa.float32(), [4, 8]), rows), b
+        from ...host import fresh_copy  # 64-byte aligned, as every probe sample
+
+        offsets = pa.array(fresh_copy(np.arange(0, N + 1, 32, dtype=np.int32)))
+        return pa.ListArray.from_arrays(offsets, values), b
+
+    return make
+
+
 def _np(fn: Callable[[], Any]) -> Maker:
     return lambda: _same(fn())
 
@@ -172,6 +197,9 @@ LAYOUTS: list[tuple[str, str, Maker]] = [
     ("pyarrow with nulls", "pyarrow", _arrow("nulls")),
     ("pyarrow ChunkedArray, 2 chunks", "pyarrow", _arrow("chunked")),
     ("pyarrow string", "pyarrow", _arrow("string")),
+    ("pyarrow fixed_size_list<float>[32], 32 rows", "pyarrow", _nested("fixed")),
+    ("pyarrow fixed_shape_tensor [4, 8], 32 rows", "pyarrow", _nested("tensor")),
+    ("pyarrow list<float>, 32 rows of 32", "pyarrow", _nested("list")),
     ("dali TensorListCPU, 1024 scalars (dense)", "dali", _dali(sample=False)),
     ("dali TensorCPU, one sample of 1024", "dali", _dali(sample=True)),
 ]

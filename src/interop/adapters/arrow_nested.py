@@ -1,0 +1,338 @@
+"""Arrow's list and tensor columns as composite values
+(:class:`~interop.adapters.base.CompositeAdapter`).
+
+A ``fixed_size_list`` (nested to any depth) and an ``arrow.fixed_shape_tensor`` are one dense
+buffer and a shape: their part is one N-D array, a NumPy view over the leaf values buffer
+(read-only, as Arrow's memory is), of shape ``(rows, d1, d2, ...)``; a tensor's
+``permutation`` becomes the view's strides. A ``list``, ``large_list`` or ``list_view`` is
+``values`` (such an N-D array over the rows' items) plus ``offsets`` (``rows + 1``, the first
+0): the ``"jagged"`` layout, which a target with a ragged type of its own builds (torch's
+jagged nested tensor); any other gets the ``(values, offsets)`` pair. ``ragged=`` chooses:
+``None`` (that default), ``"offsets"`` (the pair, whatever the target), ``"list"`` (one view
+per row) or ``"pad"`` (one padded array, a copy, filled with ``fill_value``).
+
+Each part then takes the registry's dense route (devices, read-only hazards, ``copy=``).
+Nulls follow the arrays' contract: refused unless ``copy=True``, which takes a copy where a
+null row of a list is an empty row and a null slot of a fixed-size value is NaN (integers
+have no NaN: fill them first). Walking a type is one loop over its ``fixed_size_list``
+levels, whatever the depth.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..errors import InteropError, NullsError, UnsupportedConversionError
+from ..view import BufferView
+from .base import CompositeAdapter, Parts, instance_test
+
+RAGGED = (None, "offsets", "list", "pad")
+"""The values of ``ragged=``."""
+OPTIONS = ("ragged", "fill_value")
+
+
+def _pa() -> Any:
+    return sys.modules["pyarrow"]
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+def describe_value(x: Any) -> str:
+    return f"pyarrow {type(x).__name__}<{x.type}> of length {len(x)}"
+
+
+def numeric_items(t: Any) -> bool:
+    """Whether a list or tensor type's innermost items are fixed-width numbers (what the
+    parts hold), read from the type alone."""
+    types = _pa().types
+    while not (types.is_integer(t) or types.is_floating(t)):
+        t = getattr(t, "storage_type", None) or getattr(t, "value_type", None)
+        if t is None:
+            return False
+    return True
+
+
+# ---- the dense part: fixed_size_list levels over a leaf buffer --------------------------
+def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
+    """Rows ``[lo, lo + count)`` of ``arr`` (a fixed-width array or ``fixed_size_list``
+    levels over one) as one N-D NumPy array ``(count, d1, ...)``: a read-only view of the
+    leaf buffer, or, where a level holds nulls, a copy with NaN in their slots (``True``
+    then). Integers with nulls raise :class:`NullsError`."""
+    np, types = _np(), _pa().types
+    dims: list[int] = []
+    levels: list[tuple[Any, int, int]] = []
+    cur, start, n = arr, lo, count
+    while types.is_fixed_size_list(cur.type):
+        d = cur.type.list_size
+        levels.append((cur, start, n))
+        dims.append(d)
+        start, n = (cur.offset + start) * d, n * d
+        cur = cur.values
+    t = cur.type
+    if not (types.is_integer(t) or types.is_floating(t)):
+        raise UnsupportedConversionError(
+            f"{describe_value(arr)}: its items are {t}, not fixed-width numbers; cast them "
+            "first (pyarrow.compute.cast) or leave the column out (columns=)")
+    dtype = np.dtype(t.to_pandas_dtype())
+    levels.append((cur, start, n))
+    buf = cur.buffers()[1]
+    if buf is not None and not buf.is_cpu:
+        if any(a.buffers()[0] is not None for a, _, _ in levels):
+            raise UnsupportedConversionError(
+                f"{describe_value(arr)} on a CUDA device has a validity bitmap, which cannot "
+                "be read on the host: fill its nulls on the device first (a dense device "
+                "buffer cannot represent them)")
+        return DeviceRows(arr, buf, dtype, (cur.offset + start) * dtype.itemsize,
+                          (count, *dims)), False
+    nulls = any(a.slice(s, k).null_count for a, s, k in levels if k)
+    if not nulls:
+        flat = (np.frombuffer(buf, dtype, n, (cur.offset + start) * dtype.itemsize)
+                if n else np.empty(0, dtype))
+        flat.flags.writeable = False  # Arrow's memory is immutable
+        return flat.reshape(count, *dims), False
+    if not types.is_floating(t):
+        raise NullsError(f"{describe_value(arr)} holds nulls and its items ({t}) have no NaN "
+                         "to stand for them: fill them first (pyarrow.compute.fill_null)")
+    flat = cur.slice(start, n).to_numpy(zero_copy_only=False).copy()
+    span = n
+    for a, s, k in levels[:-1]:
+        valid = a.slice(s, k).is_valid().to_numpy(zero_copy_only=False)
+        flat.reshape(k, span // k)[~valid] = np.nan
+    return flat.reshape(count, *dims), True
+
+
+class DeviceRows:
+    """The rows of an Arrow array whose values live on a CUDA device (imported through
+    ``__arrow_c_device_array__``) as a ``__cuda_array_interface__`` (v3) over the same device
+    memory: the registry hands it to CuPy, torch, JAX ... on the device by its dense rules.
+    Awaits a GPU run: the stand-in test checks the interface, not a device."""
+
+    def __init__(self, arr: Any, buf: Any, dtype: Any, start: int, shape: tuple[int, ...],
+                 strides: tuple[int, ...] | None = None) -> None:
+        self._keep, self._start = (arr, buf), start  # the device buffer lives as long as this
+        self.shape, self.dtype = tuple(shape), dtype
+        self.strides = strides or tuple(
+            dtype.itemsize * int(_np().prod(shape[i + 1:])) for i in range(len(shape)))
+        self.__cuda_array_interface__ = {
+            "shape": self.shape, "typestr": dtype.str, "version": 3,
+            "strides": None if strides is None else self.strides,
+            "data": (int(buf.address) + start, True)}
+
+    def reshape(self, *shape: int) -> DeviceRows:
+        """The same compact rows in another shape."""
+        return DeviceRows(*self._keep, self.dtype, self._start, shape)
+
+    def transpose(self, *axes: int) -> DeviceRows:
+        """The same memory with its dimensions permuted (strides, no copy)."""
+        return DeviceRows(*self._keep, self.dtype, self._start,
+                          tuple(self.shape[a] for a in axes), tuple(self.strides[a] for a in axes))
+
+
+def _nulls_why(x: Any) -> str:
+    return (f"{describe_value(x)} holds nulls, which a dense buffer cannot represent: fill "
+            "them first (pyarrow.compute.fill_null) or pass copy=True (a copy: a null row of "
+            "a list becomes an empty row, a null slot of a fixed-size value NaN)")
+
+
+# ---- the kinds ------------------------------------------------------------------------------
+def _fixed(x: Any) -> Parts:
+    values, nulls = _dense(x, 0, len(x))
+    return Parts("tensor", (("values", values),), (("type", str(x.type)),),
+                 nulls=_nulls_why(x) if nulls else "")
+
+
+def _tensor(x: Any) -> Parts:
+    t = x.type
+    values, nulls = _dense(x.storage, 0, len(x))
+    values = values.reshape(len(x), *t.shape)
+    perm = list(t.permutation or range(len(t.shape)))
+    meta: list[tuple[str, Any]] = [("type", str(t))]
+    if perm != sorted(perm):
+        values = values.transpose(0, *(p + 1 for p in perm))
+        meta.append(("permutation", perm))
+    if t.dim_names:
+        meta.append(("dim_names", list(t.dim_names)))
+    return Parts("tensor", (("values", values),), tuple(meta),
+                 nulls=_nulls_why(x) if nulls else "")
+
+
+def _bounds(x: Any) -> tuple[Any, Any, Any]:
+    """``(starts, lengths, valid)`` of each row of a list or list view (NumPy arrays)."""
+    np, types = _np(), _pa().types
+    n = len(x)
+    valid = (x.is_valid().to_numpy(zero_copy_only=False) if x.null_count
+             else np.ones(n, dtype=bool))
+    if types.is_list_view(x.type) or types.is_large_list_view(x.type):
+        starts = x.offsets.to_numpy()
+        lengths = x.sizes.to_numpy()
+    else:
+        offs = x.offsets.to_numpy()
+        starts, lengths = offs[:-1], np.diff(offs)
+    return starts, lengths, valid
+
+
+def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
+    types = _pa().types
+    if ragged not in RAGGED:
+        raise InteropError(f"ragged={ragged!r}: use None (the target's ragged type, else "
+                           "(values, offsets)), 'offsets', 'list' or 'pad'")
+    child = x.values
+    if types.is_list(child.type) or types.is_large_list(child.type) or \
+            types.is_list_view(child.type) or types.is_large_list_view(child.type):
+        raise UnsupportedConversionError(
+            f"{describe_value(x)}: lists of lists have two ragged dimensions, which no "
+            "framework's ragged type holds; flatten one level first (pyarrow.compute."
+            "list_flatten) or convert the inner lists row by row")
+    n = len(x)
+    offs_buf = x.buffers()[1]
+    if offs_buf is not None and not offs_buf.is_cpu:
+        raise UnsupportedConversionError(
+            f"{describe_value(x)} lives on a CUDA device: its offsets would be read on the "
+            "host to slice the values, which interop does not do yet (awaits a GPU run); a "
+            "fixed_size_list or tensor column on the device converts")
+    view = types.is_list_view(x.type) or types.is_large_list_view(x.type)
+    if x.null_count or view:
+        values, offsets, copied, nulls = _gathered(x, child, view)
+    else:  # offsets rise by Arrow's rule: the rows are one run of the child, read in O(1)
+        offsets = x.offsets.to_numpy()  # Arrow's own offsets, a view
+        lo, hi = int(offsets[0]), int(offsets[-1])
+        values, item_nulls = _dense(child, lo, hi - lo)
+        nulls = _nulls_why(x) if item_nulls else ""
+        copied = []
+        if lo:
+            offsets = offsets - lo
+            copied.append(f"{describe_value(x)} is a slice: its {n + 1} offsets are rebased "
+                          "to start at 0 (a copy of the offsets; the values are not copied)")
+    meta: tuple[tuple[str, Any], ...] = (("type", str(x.type)), ("ragged", ragged),
+                                         ("offsets", offsets))
+    if ragged == "pad":
+        return _padded(x, values, offsets, fill_value, meta, copied, nulls)
+    return Parts("jagged", (("values", values), ("offsets", offsets)), meta, tuple(copied),
+                 nulls)
+
+
+def _gathered(x: Any, child: Any, view: bool) -> tuple[Any, Any, list[str], str]:
+    """``(values, offsets, copied, nulls)`` of a list with null rows or a list view: the rows
+    read from their starts and lengths (a null row empty), the values a view where the rows
+    follow one another, else gathered (a copy)."""
+    np = _np()
+    n = len(x)
+    starts, lengths, valid = _bounds(x)
+    copied: list[str] = []
+    nulls = _nulls_why(x) if x.null_count else ""
+    lengths = np.where(valid, lengths, 0)  # a null row: an empty row (nulls: copy=True only)
+    ends = starts + lengths
+    lo = int(starts.min()) if n else 0
+    hi = int(ends.max()) if n else 0
+    items, item_nulls = _dense(child, lo, max(hi - lo, 0))
+    if item_nulls:
+        nulls = nulls or _nulls_why(x)
+    offsets = np.empty(n + 1, dtype=np.int64 if starts.dtype.itemsize == 8 else np.int32)
+    offsets[0] = 0
+    np.cumsum(lengths, out=offsets[1:])
+    if n == 0 or bool((starts[1:] == ends[:-1]).all()):
+        values = items[int(starts[0]) - lo:int(starts[0]) - lo + int(offsets[-1])] if n \
+            else items
+        if view:
+            copied.append(f"{describe_value(x)}: a list view's offsets and sizes become "
+                          f"{n + 1} offsets (a copy of the offsets; the values are not copied)")
+    else:
+        index = np.arange(int(offsets[-1])) - np.repeat(offsets[:-1] - (starts - lo), lengths)
+        values = items[index]
+        copied.append(f"{describe_value(x)}: its rows are not stored one after another (or "
+                      "null rows hold items); gathering them copies the values")
+    return values, offsets, copied, nulls
+
+
+def _padded(x: Any, values: Any, offsets: Any, fill: Any,
+            meta: tuple[tuple[str, Any], ...], copied: list[str], nulls: str) -> Parts:
+    np = _np()
+    lengths = np.diff(offsets)
+    n = len(lengths)
+    width = int(lengths.max()) if n else 0
+    out = np.full((n, width, *values.shape[1:]), fill, dtype=values.dtype)
+    rows = np.repeat(np.arange(n), lengths)
+    out[rows, np.arange(len(values)) - np.repeat(offsets[:-1], lengths)] = values
+    copied.append(f"{describe_value(x)}: ragged='pad' copies the rows into one padded "
+                  f"{out.shape} array filled with {fill!r}")
+    return Parts("tensor", (("values", out),), meta, tuple(copied), nulls)
+
+
+def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
+    """``x`` taken apart: ``"tensor"`` (one N-D array) or ``"jagged"`` (values, offsets)."""
+    types = _pa().types
+    if fill_value != 0 and ragged != "pad":
+        raise InteropError(f"fill_value={fill_value!r} is used only with ragged='pad'")
+    if types.is_fixed_size_list(x.type):
+        return _fixed(x)
+    if isinstance(x, _pa().FixedShapeTensorArray):
+        return _tensor(x)
+    return _ragged(x, ragged, fill_value)
+
+
+def buffers(x: Any) -> list[BufferView]:
+    """Every buffer of ``x``'s tree (validity, offsets, sizes, the leaf values), whole, as byte
+    views: what :func:`interop.shares_memory` reads (a slice shares its parent's buffers; an
+    empty array holds none of their bytes)."""
+    return [BufferView(b.address, (b.size,), (1,), 1, "|u1",
+                       ("cpu", 0) if b.is_cpu else ("cuda", 0), True, x)
+            for b in x.buffers() if b is not None and b.size] if len(x) else []
+
+
+# ---- rebuilding on the target side -------------------------------------------------------
+def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
+    from .ragged import Jagged, rebuild_jagged
+
+    arrays, meta = dict(p.arrays), dict(p.meta)
+    if p.layout == "tensor":
+        return arrays["values"]
+    mode = meta["ragged"]
+    if mode is None:
+        return rebuild_jagged(reg, p, tgt)
+    values = arrays["values"]
+    if mode == "list":
+        bounds = meta["offsets"].tolist()
+        return [values[a:b] for a, b in zip(bounds, bounds[1:])]
+    return Jagged(values, arrays["offsets"])
+
+
+def describe(reg: Any, p: Parts, tgt: str) -> str:
+    from .ragged import describe_jagged
+
+    arrays, meta = dict(p.arrays), dict(p.meta)
+    v = arrays["values"]
+    if p.layout == "tensor":
+        line = f"{meta['type']}: one {v.dtype} array of shape {tuple(v.shape)}"
+        if "permutation" in meta:
+            line += f", permutation {meta['permutation']} as strides {v.strides}"
+        if "dim_names" in meta:
+            line += f", dim_names {meta['dim_names']}"
+        return line
+    if meta["ragged"] is None:
+        return describe_jagged(reg, p, tgt, meta["type"])
+    rows = len(arrays["offsets"]) - 1
+    return (f"{meta['type']}: {rows} rows: values {tuple(v.shape)} + offsets -> "
+            + (f"{rows} per-row views" if meta["ragged"] == "list"
+               else "interop.Jagged(values, offsets)"))
+
+
+ARROW_NESTED = CompositeAdapter(
+    name="arrow-nested",
+    modules=("pyarrow",),
+    package="pyarrow",
+    is_value=instance_test("pyarrow", "FixedSizeListArray", "ListArray", "LargeListArray",
+                           "ListViewArray", "LargeListViewArray", "FixedShapeTensorArray"),
+    parts=parts,
+    buffers=buffers,
+    rebuild=rebuild,
+    describe=describe,
+    options=OPTIONS,
+    home="pyarrow",
+)
+"""Arrow's ``fixed_size_list``, ``fixed_shape_tensor``, ``list``, ``large_list`` and
+``list_view`` arrays (detected before the pyarrow arrays of one buffer)."""
