@@ -35,13 +35,16 @@ def _parts(m: Any) -> Parts:
 
 def _coords(rows: tuple[Any, ...]) -> tuple[Any, bool]:
     """One ``(ndim, nnz)`` array of SciPy's per-dimension coordinate arrays: a view where
-    they are evenly spaced rows of one buffer, else a stacked copy (``True``)."""
+    they are evenly spaced rows of one buffer (views of one base array: arrays of their own
+    that merely lie evenly spaced in memory are not, a view over them would outlive them),
+    else a stacked copy (``True``)."""
     np = module("numpy")
     first = rows[0]
     step = (rows[1].ctypes.data - first.ctypes.data) if len(rows) > 1 else 0
     if all(r.dtype == first.dtype and r.strides == first.strides for r in rows) and all(
             r.ctypes.data == first.ctypes.data + i * step for i, r in enumerate(rows)) and (
-            first.base is not None and step > 0):
+            first.base is not None and step > 0
+            and all(r.base is first.base for r in rows)):  # rows of one buffer, kept alive
         view = np.lib.stride_tricks.as_strided(first, (len(rows), first.size),
                                                (step, first.strides[0]), writeable=False)
         return view, False
