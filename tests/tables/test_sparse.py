@@ -402,3 +402,22 @@ def test_no_torch_notice_reaches_the_user_through_a_conversion():
     r = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+
+def test_coordinates_that_merely_lie_evenly_spaced_are_stacked_not_viewed():
+    """SciPy COO coordinate arrays of different owners that happen to lie evenly spaced in
+    memory are not one buffer: a view over them through the first would keep only the first
+    alive (a fresh-clone run segfaulted reading a freed row), so they are stacked (a copy);
+    rows of one base array stay one view over it."""
+    from interop.adapters.scipy_ import _coords
+
+    big = np.array([0, 1, 2, 0, 1, 2], dtype=np.int32)
+    row = big[:3]
+    col = np.frombuffer(memoryview(big), dtype=np.int32)[3:]  # the same bytes, another owner
+    assert col.ctypes.data == row.ctypes.data + row.nbytes and col.base is not row.base
+    coords, copied = _coords((row, col))
+    assert copied and coords.ctypes.data not in (row.ctypes.data, col.ctypes.data)
+    assert coords.tolist() == [[0, 1, 2], [0, 1, 2]]
+    coords, copied = _coords((big[:3], big[3:]))  # rows of one base array
+    assert not copied and coords.ctypes.data == big.ctypes.data
