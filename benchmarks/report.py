@@ -232,6 +232,7 @@ def nested_markdown(n: dict[str, Any] | None) -> list[str]:
         lines.append(f"| {label} | " + " | ".join(f"{p['median_us']:.1f}"
                                                   for p in n["scaling"][kind])
                      + f" | x{n['largest_over_smallest'][kind]:.2f} |")
+    return lines
 
 
 def sparse_markdown(sp: dict[str, Any]) -> list[str]:
