@@ -22,11 +22,13 @@ pytestmark = [pytest.mark.gpu,
 MiB = 1 << 20
 
 
-def _run(code: str) -> dict:
+def _run(code: str, *args: str) -> dict:
+    """``code`` run in a fresh interpreter (with ``args``), without the pool's or XLA's
+    settings of this process: the JSON of its last line (a skip where it says so)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("MEMPOOL_", "XLA_", "TF_FORCE"))}
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                            text=True, env=env, timeout=300)
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args],
+                            capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout.strip().splitlines()[-1])
     if "skip" in out:
@@ -274,18 +276,8 @@ print(json.dumps(r))
 
 @pytest.mark.parametrize("backend", ["pool", "async"])
 def test_pipeline_holds_one_pool_not_one_cache_per_framework(backend: str) -> None:
-    def run(mode: str) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMPOOL_", "XLA_"))}
-        result = subprocess.run([sys.executable, "-c", _PIPELINE, mode], capture_output=True,
-                                text=True, env=env, timeout=300)
-        assert result.returncode == 0, result.stderr
-        out = json.loads(result.stdout.strip().splitlines()[-1])
-        if "skip" in out:
-            pytest.skip(out["skip"])
-        return out
-
     GiB = 1 << 30
-    without, with_pool = run("plain"), run(backend)
+    without, with_pool = _run(_PIPELINE, "plain"), _run(_PIPELINE, backend)
     assert without["checksum"] == with_pool["checksum"] == 2048
     # Without the pool: CuPy still caches its freed 2 GiB while PyTorch reserves 2 GiB more.
     assert without["cupy_cached"] >= 2 * GiB and without["torch_reserved"] >= 2 * GiB
