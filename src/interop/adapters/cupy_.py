@@ -137,10 +137,6 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
     return build((a["data"], a["indices"], a["indptr"]), shape=shape)
 
 
-def _sparse_reformat(m: Any, layout: str) -> Any:
-    return m.toarray() if layout == "dense" else m.asformat(layout)
-
-
 SPARSE = sparse.kind(
     name="cupyx.sparse",
     modules=("cupyx",),
@@ -154,7 +150,7 @@ SPARSE = sparse.kind(
     needs={layout: sparse.Needs(data_dtypes=("bool", "float32", "float64", "complex64",
                                               "complex128"))
            for layout in ("csr", "csc", "coo")},
-    reformat=_sparse_reformat,
+    reformat=sparse.asformat,
 )
 
 ADAPTERS = (ADAPTER, SPARSE)

@@ -74,10 +74,6 @@ def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
     return m
 
 
-def _reformat(m: Any, layout: str) -> Any:
-    return m.toarray() if layout == "dense" else m.asformat(layout)
-
-
 SPARSE = sparse.kind(
     name="scipy",
     modules=("scipy",),
@@ -91,7 +87,7 @@ SPARSE = sparse.kind(
     dense="numpy",
     layouts=_BUILT,
     needs={"coo": sparse.Needs(ndims=None)},
-    reformat=_reformat,
+    reformat=sparse.asformat,
 )
 
 ADAPTERS = (SPARSE,)

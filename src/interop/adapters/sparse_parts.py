@@ -69,6 +69,12 @@ def kind(**fields: Any) -> CompositeAdapter:
                             per_value_owner=fields.get("within", False), **fields)
 
 
+def asformat(m: Any, layout: str) -> Any:
+    """``format=`` for SciPy's API (SciPy, and cupyx which mirrors it): ``m.toarray()`` for
+    ``"dense"``, else ``m.asformat(layout)``."""
+    return m.toarray() if layout == "dense" else m.asformat(layout)
+
+
 def compressed(layout: str, data: Any, indices: Any, indptr: Any, shape: Any,
                canonical: bool | None = None) -> Parts:
     """The parts of a CSR, CSC or BSR value (``canonical``: what the framework knows)."""
