@@ -71,12 +71,16 @@ def jax_cpu():
 
 
 def pytest_collection_finish(session):
-    """When paddle tests are selected, import paddle before anything imports tensorflow:
+    """Ask the machine once, before any test's stand-in CuPy or torch can hide the real one
+    from that answer (it is kept for the whole run).
+
+    When paddle tests are selected, import paddle before anything imports tensorflow:
     importing paddle after tensorflow segfaults (paddlepaddle 3.3.1, tensorflow 2.21), which
     would kill a combined run (``pytest -m "tensorflow or paddle"``). The core run selects no
     paddle test and imports neither."""
     import sys
 
+    machine()
     if "paddle" in sys.modules or "tensorflow" in sys.modules:
         return
     if any(item.get_closest_marker("paddle") for item in session.items):
