@@ -258,10 +258,12 @@ def _complex_misaligned(a: Any) -> bool:
 
 
 def _from_numpy_converter() -> Any:
-    """``torch.from_numpy`` of a writable array; :func:`_from_numpy_view` of one it refuses
-    as it is, and of a read-only one (it warns on those). Not declared as the edge's native
-    call, which the fast form would hand read-only arrays to."""
-    from_numpy = module("torch").from_numpy
+    """``torch.from_numpy`` of a writable array; :func:`_from_read_only` of a read-only
+    C-contiguous one of a plain dtype (the common read-only source: pandas, JAX, Arrow);
+    :func:`_from_numpy_view` of any other it refuses as it is or warns on. Not declared as
+    the edge's native call, which the fast form would hand read-only arrays to."""
+    torch = module("torch")
+    from_numpy, plain = torch.from_numpy, _plain_numpy_dtypes()
 
     def convert(a: Any) -> Any:
         if a.flags.writeable:
@@ -269,6 +271,8 @@ def _from_numpy_converter() -> Any:
                 return from_numpy(a)
             except (TypeError, ValueError):  # bfloat16/float8, or a negative stride it ignores
                 pass
+        elif a.flags.c_contiguous and a.dtype in plain:
+            return _from_read_only(torch, a)
         return _from_numpy_view(a)
 
     return convert
