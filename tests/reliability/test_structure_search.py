@@ -239,5 +239,6 @@ def test_flat_dicts_of_dlpack_leaves_as_tables_keep_the_contract(tgt: str) -> No
 def test_random_search_of_odd_structures_with_a_fresh_seed() -> None:
     counts = rp.search("test_odd_structures or test_flat_dicts_of_dlpack_leaves",
                        "not tensorflow and not paddle and not dali and not multidevice",
-                       examples=max(rp.SLOW_EXAMPLES // 2, 20), path=__file__, non_empty=0.5)
+                       examples=max(rp.SLOW_EXAMPLES // 2, 20), path=__file__, non_empty=0.35)
+    # (a floor, not the mean: over 6 seeds the share with an array ran 0.59 to 0.79)
     assert counts["supported"] and counts["zero_copy"], counts
