@@ -125,6 +125,12 @@ def run_child(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
+def assert_same_array(got: np.ndarray, want: np.ndarray) -> None:
+    """``got`` has ``want``'s shape, dtype and values."""
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)
+
+
 class DLPackOnly:
     """A producer with only ``__dlpack__`` and ``__dlpack_device__`` (over its array ``a``):
     no framework of its own, so only the DLPack protocol reads it."""

@@ -23,6 +23,10 @@ BUILDS = {"scipy": {"csr", "csc", "coo", "bsr"}, "torch": {"csr", "csc", "coo", 
           "jax": {"csr", "coo"}, "pyarrow": {"csr", "csc", "coo"},
           "sparse": {"csr", "csc", "coo"}}
 """The layouts each framework has (what the test expects a conversion to keep)."""
+TORCH_NOTICES = [pytest.mark.filterwarnings("ignore:Sparse (CSR|CSC|BSR|BSC) tensor support"),
+                 pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly")]
+"""torch's notices when a test itself builds a sparse tensor (interop's own calls give none:
+test_no_torch_notice_reaches_the_user_through_a_conversion): each sparse suite's marks."""
 
 
 # ---- raw entries, and each framework's value built from them by its own calls -------------

@@ -23,6 +23,7 @@ import pytest
 
 import interop
 import oracles
+from helpers import assert_same_array
 from interop.errors import NarrowingWarning, UnsupportedConversionError, ZeroCopyError
 from matrix_samples import (
     DTYPES,
@@ -70,12 +71,6 @@ def _expected_unsupported(src: str, dt: str, lay: str, tgt: str, shape: tuple) -
     if tgt == "pyarrow" and len(shape) >= 2:  # the rows as an arrow.fixed_shape_tensor
         return DTYPES[dt].kind not in "iuf"
     return tgt in ONE_D and len(shape) != 1
-
-
-def _same_values(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.shape == want.shape
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
 
 
 def _norm(msg: str) -> str:
@@ -144,7 +139,7 @@ def test_cell(src: str, dt: str, lay: str, tgt: str) -> None:
             assert raw_pointer(result) == s.ptr
             lo, hi = oracles.extent(result)
             assert src_extent[0] <= lo < hi <= src_extent[1], ((lo, hi), src_extent)
-        _same_values(np.asarray(as_numpy(result)), s.expected)
+        assert_same_array(np.asarray(as_numpy(result)), s.expected)
     else:
         assert strict.error == "zero-copy", strict
         with pytest.raises(ZeroCopyError) as ei:
@@ -158,7 +153,7 @@ def test_cell(src: str, dt: str, lay: str, tgt: str) -> None:
     if s.expected.size:
         assert raw_pointer(fresh) != s.ptr
         _disjoint(fresh, s, src_extent)
-    _same_values(np.asarray(as_numpy(fresh)), s.expected)
+    assert_same_array(np.asarray(as_numpy(fresh)), s.expected)
 
 
 def _write(x, idx, m) -> None:
@@ -193,7 +188,7 @@ def _check_narrowed(src: str, dt: str, lay: str, tgt: str, plan, narrow: np.dtyp
             result = interop.to_framework(s.value, tgt, copy=copy)
         assert len(got) == 1 and DTYPES[dt].name in str(got[0].message)
         _disjoint(result, s, src_extent)
-        _same_values(np.asarray(as_numpy(result)), s.expected.astype(narrow))
+        assert_same_array(np.asarray(as_numpy(result)), s.expected.astype(narrow))
     s = _fresh(src, dt, lay, tgt)
     with pytest.raises(ZeroCopyError) as ei:
         interop.to_framework(s.value, tgt, copy=False)
@@ -204,16 +199,16 @@ def _check_default(s, result, plan, src: str, dt: str, lay: str, tgt: str, src_e
     size = s.expected.size
     packed = dt == "bool" and src in ("pyarrow", "polars") and tgt in ("pyarrow", "polars")
     if not (plan.zero_copy and size):
-        _same_values(np.asarray(as_numpy(result)), s.expected)
+        assert_same_array(np.asarray(as_numpy(result)), s.expected)
         if size:
             _disjoint(result, s, src_extent)  # a copy the plan admits: its own bytes
         return
     if packed:  # bit-packed booleans: only the identity is free, with the same bit buffer
         assert result is s.value or raw_pointer(result) == s.ptr, plan
         assert oracles.extent(result) == src_extent, plan
-        _same_values(np.asarray(as_numpy(result)), s.expected)
+        assert_same_array(np.asarray(as_numpy(result)), s.expected)
         return
-    _same_values(np.asarray(as_numpy(result)), s.expected)
+    assert_same_array(np.asarray(as_numpy(result)), s.expected)
     # pointer proof: the first element, and every byte of the result inside the source's
     assert raw_pointer(result) == s.ptr, plan
     lo, hi = oracles.extent(result)
@@ -236,4 +231,4 @@ def _check_default(s, result, plan, src: str, dt: str, lay: str, tgt: str, src_e
         expected[(slice(None),) + idx[1:]] = m
     else:
         expected[idx] = m
-    _same_values(np.asarray(seen), expected)
+    assert_same_array(np.asarray(seen), expected)

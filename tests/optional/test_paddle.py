@@ -12,9 +12,6 @@ other (paddle tensors are writable, so the write goes through paddle where it ca
 from __future__ import annotations
 
 import gc
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +20,11 @@ import pytest
 import interop
 import oracles
 from helpers import (
+    assert_same_array,
     assert_zero_copy_with_every_cpu_framework,
     check_narrowed,
     report_upstream,
+    run_child,
     run_cli_json,
 )
 from interop.errors import UnsupportedConversionError, ZeroCopyError
@@ -111,16 +110,6 @@ def peek(ptr: int, dtype: np.dtype, n: int) -> np.ndarray:
                          dtype).copy()
 
 
-def _run(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def _same(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
-
-
 # ---- every other CPU framework -> paddle ----------------------------------------------------
 
 INTO = [pytest.param(src, dt, id=f"{src}-{dt}") for src in OTHERS for dt in SOURCE_DTYPES[src]]
@@ -140,7 +129,7 @@ def test_into_paddle(paddle, src, dt):
     s = build(src, dt, "C", one_d=True)
     t = interop.to_framework(s.value, "paddle")
     assert isinstance(t, paddle.Tensor)
-    _same(pd_values(t), s.expected)
+    assert_same_array(pd_values(t), s.expected)
     if copies:
         return
     assert t.data_ptr() == s.ptr  # the pointer proof
@@ -153,14 +142,14 @@ def test_into_paddle(paddle, src, dt):
     want[0] = m
     # a capsule source is consumed: its memory is read raw
     seen = np.asarray(as_numpy(s.value)) if src != "dlpack" else peek(s.ptr, want.dtype, 8)
-    _same(seen, want)
+    assert_same_array(seen, want)
     # copy=False works, copy=True never shares
     s = build(src, dt, "C", one_d=True)
     assert interop.to_framework(s.value, "paddle", copy=False).data_ptr() == s.ptr
     s = build(src, dt, "C", one_d=True)
     fresh = interop.to_framework(s.value, "paddle", copy=True)
     assert fresh.data_ptr() != s.ptr
-    _same(pd_values(fresh), s.expected)
+    assert_same_array(pd_values(fresh), s.expected)
 
 
 @pytest.mark.parametrize("layout", ["C", "F", "strided", "broadcast", "0-d", "empty", "read-only"])
@@ -173,11 +162,11 @@ def test_numpy_layouts_into_paddle_are_zero_copy(paddle, layout):
     assert plan.zero_copy, plan
     assert bool(plan.hazards) == (not a.flags.writeable), plan  # read-only and broadcast
     t = interop.to_framework(a, "paddle", copy=False)
-    _same(pd_values(t), want)
+    assert_same_array(pd_values(t), want)
     if not a.size:
         return
     assert t.data_ptr() == a.__array_interface__["data"][0]
-    _same((t + 1).numpy(), want + 1)  # paddle computes on the strides as they are
+    assert_same_array((t + 1).numpy(), want + 1)  # paddle computes on the strides as they are
     if a.ndim == 2 and layout != "broadcast":  # the write proof: through paddle, seen by
         # NumPy at the same element (a broadcast element stands for a whole column)
         t[1, 2] = 42.0
@@ -215,7 +204,7 @@ def test_out_of_paddle(paddle, tgt, dt):
     assert plan.supported and plan.zero_copy == (not copies), plan
     r = interop.to_framework(t, tgt)
     if copies:
-        _same(np.asarray(as_numpy(r)), want)
+        assert_same_array(np.asarray(as_numpy(r)), want)
         return
     assert raw_pointer(r) == t.data_ptr()  # the pointer proof
     # the write proof: through paddle, seen in the result with its own API
@@ -223,8 +212,8 @@ def test_out_of_paddle(paddle, tgt, dt):
     pd_write(t, m)
     expected = want.copy()
     expected[0] = m
-    _same(np.asarray(as_numpy(r)), expected)
-    _same(pd_values(t), expected)
+    assert_same_array(np.asarray(as_numpy(r)), expected)
+    assert_same_array(pd_values(t), expected)
 
 
 def test_two_dimensional_and_strided_paddle_out(paddle):
@@ -233,12 +222,12 @@ def test_two_dimensional_and_strided_paddle_out(paddle):
         for tgt in ("numpy", "torch"):
             r = interop.to_framework(t, tgt, copy=False)
             assert raw_pointer(r) == t.data_ptr(), (name, tgt)
-            _same(np.asarray(as_numpy(r)), t.numpy())
+            assert_same_array(np.asarray(as_numpy(r)), t.numpy())
         plan = interop.explain(t, "jax")  # JAX needs compact, 64-byte aligned buffers
         assert plan.zero_copy == (name == "C"), (name, plan)
         if name == "rows":
             assert "64-byte aligned" in plan.reasons[0], plan
-        _same(np.asarray(interop.to_framework(t, "jax")), t.numpy())
+        assert_same_array(np.asarray(interop.to_framework(t, "jax")), t.numpy())
 
 
 def test_paddle_negative_strides_are_guarded(paddle):
@@ -249,13 +238,13 @@ def test_paddle_negative_strides_are_guarded(paddle):
     want = np.arange(8, dtype=np.float32)[::-1]
     n = interop.to_framework(t, "numpy", copy=False)  # NumPy takes negative strides
     assert n.ctypes.data == t.data_ptr() and n.strides == (-4,)
-    _same(n, want)
+    assert_same_array(n, want)
     for tgt, words in (("torch", "negative strides"), ("jax", "negative strides")):
         plan = interop.explain(t, tgt)
         assert not plan.zero_copy and words in plan.reasons[0], plan
         with pytest.raises(ZeroCopyError, match="negative strides"):
             interop.to_framework(t, tgt, copy=False)
-        _same(np.asarray(as_numpy(interop.to_framework(t, tgt))), want)
+        assert_same_array(np.asarray(as_numpy(interop.to_framework(t, tgt))), want)
 
 
 def test_negative_strides_into_paddle_are_copied_with_the_reason(paddle):
@@ -268,16 +257,16 @@ def test_negative_strides_into_paddle_are_copied_with_the_reason(paddle):
             interop.to_framework(s.value, "paddle", copy=False)
         s = build(src, "float32", "negative", one_d=True)
         t = interop.to_framework(s.value, "paddle")
-        _same(pd_values(t), s.expected)
+        assert_same_array(pd_values(t), s.expected)
     for n in (2, 3, 8):  # 2 elements: where paddle itself returned wrong values
         a = values(DTYPES["float64"], (n,))[::-1]
-        _same(pd_values(interop.to_framework(a, "paddle")), np.array(a))
+        assert_same_array(pd_values(interop.to_framework(a, "paddle")), np.array(a))
 
 
 def test_probe_raw_paddle_on_negative_strides():
     """The misbehaviour itself, in a child process: a MemoryError or wrong values (reported;
     interop copies negative strides into paddle either way, the test above)."""
-    out = _run("""
+    out = run_child("""
         import numpy as np, paddle
         from interop.host import fresh_copy
         for n in (2, 4, 8):
@@ -303,7 +292,8 @@ def test_uint16_is_refused_because_paddle_reads_it_as_bfloat16(paddle):
     for src in (a, __import__("torch").from_numpy(a)):
         with pytest.raises(UnsupportedConversionError, match="uint16"):
             interop.to_framework(src, "paddle")
-    _same(pd_values(interop.to_framework(a.astype(np.int32), "paddle")), a.astype(np.int32))
+    widened = a.astype(np.int32)
+    assert_same_array(pd_values(interop.to_framework(widened, "paddle")), widened)
 
 
 def test_read_only_numpy_into_paddle_records_the_hazard(paddle):
@@ -372,7 +362,7 @@ def test_paddle_capsule_round_trip(paddle):
     assert info.name == "dltensor_versioned" and info.ptr == t.data_ptr()
     back = interop.to_framework(cap, "paddle")
     assert back.data_ptr() == t.data_ptr()
-    _same(pd_values(back), want)
+    assert_same_array(pd_values(back), want)
     m = marker(want.dtype, want[0])
     pd_write(t, m)  # a write through the source tensor, read through the result
     assert pd_values(back)[0] == m
@@ -398,14 +388,14 @@ def test_lifetimes(paddle):
     del a
     gc.collect()
     _junk = [np.full(1024, 7.0) for _ in range(64)]
-    _same(t.numpy(), want)
+    assert_same_array(t.numpy(), want)
     for tgt in ("numpy", "torch", "jax"):
         t, want = pd_tensor("float32", (1024,))
         r = interop.to_framework(t, tgt, copy=False)
         del t
         gc.collect()
         _junk = [paddle.full([1024], 7.0) for _ in range(64)]
-        _same(np.asarray(as_numpy(r)), want)
+        assert_same_array(np.asarray(as_numpy(r)), want)
 
 
 # ---- tensorflow <-> paddle ------------------------------------------------------------------
@@ -420,7 +410,7 @@ def test_tensorflow_to_paddle(tf, dt):
     assert plan.zero_copy and any("cannot be read-only" in h for h in plan.hazards), plan
     p = interop.to_framework(t, "paddle", copy=False)
     assert p.data_ptr() == ptr
-    _same(pd_values(p), want)
+    assert_same_array(pd_values(p), want)
     m = marker(want.dtype, want[0])
     pd_write(p, m)  # what the hazard warns about: TF's "immutable" tensor changes
     assert np.asarray(t)[0] == m
@@ -433,7 +423,7 @@ def test_paddle_to_tensorflow(tf, dt):
     assert plan.zero_copy and any("immutable" in h for h in plan.hazards), plan
     t = interop.to_framework(p, "tensorflow", copy=False)
     assert oracles.pointer(t) == p.data_ptr()
-    _same(np.asarray(t), want)
+    assert_same_array(np.asarray(t), want)
     m = marker(want.dtype, want[0])
     pd_write(p, m)
     assert np.asarray(t)[0] == m
@@ -445,13 +435,13 @@ def test_paddle_views_into_tensorflow_are_guarded(tf, paddle):
                      (paddle.arange(8, dtype="float32")[::-1], "compact row-major")):
         plan = interop.explain(t, "tensorflow")
         assert not plan.zero_copy and words in plan.reasons[0], plan
-        _same(np.asarray(interop.to_framework(t, "tensorflow")), t.numpy())
+        assert_same_array(np.asarray(interop.to_framework(t, "tensorflow")), t.numpy())
 
 
 def test_misaligned_paddle_into_tensorflow_is_copied():
     """A paddle tensor over a misaligned buffer would make TensorFlow abort: a child process,
     so a broken guard fails this test instead of killing the run."""
-    out = _run("""
+    out = run_child("""
         import numpy as np, paddle
         import tensorflow as tf, interop
         raw = np.zeros(4096 + 128, np.uint8)
@@ -470,10 +460,10 @@ def test_misaligned_paddle_into_tensorflow_is_copied():
 
 def test_raw_import_order_segfaults_but_interop_refuses():
     """The segfault is probed in a child (reported); interop refuses either way."""
-    raw = _run("import tensorflow; import paddle; print('survived')")
+    raw = run_child("import tensorflow; import paddle; print('survived')")
     report_upstream("importing paddle after tensorflow segfaults",
                     raw.returncode != 0 and "survived" not in raw.stdout)
-    guarded = _run("""
+    guarded = run_child("""
         import sys, numpy as np
         import tensorflow, interop
         from interop.errors import UnsupportedConversionError

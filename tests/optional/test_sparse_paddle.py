@@ -13,15 +13,13 @@ from interop.errors import UnsupportedConversionError
 from sparse_samples import (
     CASES,
     SOURCES,
+    TARGETS,
+    TORCH_NOTICES,
     check_pair,
     raw,
 )
 
-# torch's notices when a test itself builds a sparse tensor (interop's own calls give none)
-pytestmark = [pytest.mark.paddle,
-              pytest.mark.filterwarnings("ignore:Sparse (CSR|CSC|BSR|BSC) tensor support"),
-              pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly")]
-OTHERS = ("scipy", "torch", "jax", "pyarrow", "sparse")
+pytestmark = [pytest.mark.paddle, *TORCH_NOTICES]
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +44,7 @@ def _csr(paddle, r):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("layout", ["coo", "csr"])
-@pytest.mark.parametrize("target", OTHERS)
+@pytest.mark.parametrize("target", TARGETS)
 def test_paddle_sparse_to_every_framework(paddle, target, layout, case, jax_cpu):
     r = raw(**CASES[case])
     if layout == "csr" and not r.canonical:

@@ -14,6 +14,8 @@ from sparse_samples import (
     BUILDS,
     CASES,
     SOURCES,
+    TARGETS,
+    TORCH_NOTICES,
     check_pair,
     copied_roles,
     densified,
@@ -21,11 +23,7 @@ from sparse_samples import (
     raw,
 )
 
-# torch's notices when a test itself builds a sparse tensor (interop's own calls give none)
-pytestmark = [pytest.mark.tensorflow,
-              pytest.mark.filterwarnings("ignore:Sparse (CSR|CSC|BSR|BSC) tensor support"),
-              pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly")]
-OTHERS = ("scipy", "torch", "jax", "pyarrow", "sparse")
+pytestmark = [pytest.mark.tensorflow, *TORCH_NOTICES]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +39,7 @@ def _st(tf, r):
 
 
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("target", OTHERS)
+@pytest.mark.parametrize("target", TARGETS)
 def test_sparse_tensor_to_every_framework(tf, target, case, jax_cpu):
     r = raw(**CASES[case])
     if not r.canonical:

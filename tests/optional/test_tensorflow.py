@@ -12,9 +12,7 @@ tensor's address) and by a write through one side seen on the other.
 from __future__ import annotations
 
 import gc
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,7 @@ import pytest
 import interop
 import oracles
 from helpers import (
+    assert_same_array,
     assert_zero_copy_with_every_cpu_framework,
     check_narrowed,
     report_upstream,
@@ -77,16 +76,6 @@ def tf_tensor(dt: str, shape=(8,)):
     return tf.constant(v), v
 
 
-def _run(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def _same(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
-
-
 # ---- every other CPU framework -> tensorflow ------------------------------------------------
 
 INTO = [pytest.param(src, dt, id=f"{src}-{dt}") for src in OTHERS for dt in SOURCE_DTYPES[src]]
@@ -101,7 +90,7 @@ def test_into_tensorflow(tf, src, dt):
     s = build(src, dt, "C", one_d=True)
     t = interop.to_framework(s.value, "tensorflow")
     assert isinstance(t, tf.Tensor)
-    _same(tf_values(t), s.expected)
+    assert_same_array(tf_values(t), s.expected)
     if copies:
         with pytest.raises(ZeroCopyError, match="bits"):
             interop.to_framework(build(src, dt, "C", one_d=True).value, "tensorflow", copy=False)
@@ -122,7 +111,7 @@ def test_into_tensorflow(tf, src, dt):
     s = build(src, dt, "C", one_d=True)
     fresh = interop.to_framework(s.value, "tensorflow", copy=True)
     assert tf_ptr(fresh) != s.ptr
-    _same(tf_values(fresh), s.expected)
+    assert_same_array(tf_values(fresh), s.expected)
 
 
 def test_two_dimensional_arrays_into_tensorflow(tf):
@@ -131,7 +120,7 @@ def test_two_dimensional_arrays_into_tensorflow(tf):
         t = interop.to_framework(s.value, "tensorflow", copy=False)
         assert tuple(t.shape) == s.expected.shape == (3, 4)
         assert tf_ptr(t) == s.ptr
-        _same(tf_values(t), s.expected)
+        assert_same_array(tf_values(t), s.expected)
 
 
 # ---- tensorflow -> every other CPU framework ------------------------------------------------
@@ -156,7 +145,7 @@ def test_out_of_tensorflow(tf, tgt, dt):
     assert plan.supported and plan.zero_copy == (not copies), plan
     r = interop.to_framework(t, tgt)
     if copies:
-        _same(np.asarray(as_numpy(r)), want)
+        assert_same_array(np.asarray(as_numpy(r)), want)
         return
     assert raw_pointer(r) == ptr  # the pointer proof
     if tgt == "dlpack":  # a capsule: read-only flag set, then read (consumed) once
@@ -175,7 +164,7 @@ def test_out_of_tensorflow(tf, tgt, dt):
     seen = np.asarray(as_numpy(r))
     expected = want.copy()
     expected[0] = m
-    _same(seen, expected)
+    assert_same_array(seen, expected)
 
 
 def test_tensorflow_to_numpy_is_a_read_only_view(tf):
@@ -186,7 +175,7 @@ def test_tensorflow_to_numpy_is_a_read_only_view(tf):
         assert not a.flags.writeable, dt  # TF tensors are immutable (bfloat16 included)
         with pytest.raises(ValueError, match="read-only"):
             a[0, 0] = want[0, 0]
-        _same(a, want)
+        assert_same_array(a, want)
 
 
 def test_tensorflow_two_dimensional_to_torch_and_jax(tf):
@@ -195,7 +184,7 @@ def test_tensorflow_two_dimensional_to_torch_and_jax(tf):
     others = {tgt: interop.to_framework(t, tgt, copy=False) for tgt in ("jax", "numpy")}
     for out in (r, *others.values()):
         assert raw_pointer(out) == tf_ptr(t)
-        _same(np.asarray(as_numpy(out)), want)
+        assert_same_array(np.asarray(as_numpy(out)), want)
     r[1, 2] = -1.0  # a write through torch, read through TF and each other result's own API
     assert tf_values(t)[1, 2] == -1.0
     for tgt, out in others.items():
@@ -223,7 +212,7 @@ def test_read_only_numpy_to_tensorflow_is_zero_copy_and_stays_unwritten(tf):
     for op in (lambda x: x + 1, tf.nn.relu, lambda x: tf.cast(x, tf.float64), tf.negative,
                tf.function(lambda x: x * 2.0)):
         op(t)
-    _same(a, before)
+    assert_same_array(a, before)
     assert not a.flags.writeable
 
 
@@ -258,7 +247,7 @@ def test_non_compact_numpy_is_copied_with_the_reason(tf, layout, reason):
     with pytest.raises(ZeroCopyError, match="TensorFlow needs compact row-major"):
         interop.to_framework(a, "tensorflow", copy=False)
     t = interop.to_framework(a, "tensorflow")
-    _same(tf_values(t), np.array(a))
+    assert_same_array(tf_values(t), np.array(a))
     assert not oracles.shares(t, a)
 
 
@@ -273,7 +262,7 @@ def test_probe_raw_tensorflow_on_non_compact_strides(tf):
         assert "strides" in str(e), e
         refused = True
     else:
-        _same(np.asarray(t), a)
+        assert_same_array(np.asarray(t), a)
         refused = False
     report_upstream("tf.experimental.dlpack.from_dlpack refuses strides", refused)
 
@@ -284,7 +273,7 @@ def test_compact_numpy_layouts_are_zero_copy(tf, layout):
 
     a = np_layout(DTYPES["float64"], layout, one_d=False)
     t = interop.to_framework(a, "tensorflow", copy=False)
-    _same(tf_values(t), a)
+    assert_same_array(tf_values(t), a)
     if a.size:
         assert tf_ptr(t) == a.ctypes.data
         a.flat[0] = -1.0  # a write through NumPy, read through TensorFlow
@@ -324,13 +313,13 @@ def test_non_compact_torch_is_copied(tf, layout, reason):
     s = build("torch", "float32", layout, one_d=False)
     plan = interop.explain(s.value, "tensorflow")
     assert not plan.zero_copy and "TensorFlow needs compact row-major" in plan.reasons[0]
-    _same(tf_values(interop.to_framework(s.value, "tensorflow")), s.expected)
+    assert_same_array(tf_values(interop.to_framework(s.value, "tensorflow")), s.expected)
 
 
 def test_raw_tensorflow_aborts_on_misaligned_buffers_but_interop_does_not():
     """The misbehaviour, only ever run in a child process (a probe: reported, never failing
     on an upstream fix); then interop in another child, which must hold either way."""
-    raw = _run("""
+    raw = run_child("""
         import numpy as np, tensorflow as tf
         raw = np.zeros(4096 + 128, np.uint8)
         off = (-raw.ctypes.data) % 64 + 4
@@ -342,7 +331,7 @@ def test_raw_tensorflow_aborts_on_misaligned_buffers_but_interop_does_not():
     if aborted:
         assert "IsAligned" in raw.stderr, raw.stderr[-2000:]
     report_upstream("TensorFlow kernels abort on buffers not 64-byte aligned", aborted)
-    guarded = _run("""
+    guarded = run_child("""
         import numpy as np, tensorflow as tf, interop
         raw = np.zeros(4096 + 128, np.uint8)
         off = (-raw.ctypes.data) % 64 + 4
@@ -357,7 +346,7 @@ def test_raw_tensorflow_aborts_on_misaligned_buffers_but_interop_does_not():
 
 def test_raw_tensorflow_string_dlpack_aborts_but_interop_refuses(tf):
     """The abort is probed in a child (reported); interop refuses strings either way."""
-    raw = _run("import tensorflow as tf; tf.constant(['a']).__dlpack__(); print('survived')")
+    raw = run_child("import tensorflow as tf; tf.constant(['a']).__dlpack__(); print('survived')")
     report_upstream("TensorFlow aborts exporting a string tensor by DLPack",
                     raw.returncode != 0 and "survived" not in raw.stdout)
     s = tf.constant(["a", "b"])
@@ -381,12 +370,12 @@ def test_float8_tensors_copy_through_numpy(tf, name):
     assert plan.supported and not plan.zero_copy and "copies" in plan.reasons[0], plan
     with pytest.raises(ZeroCopyError, match="no zero-copy protocol"):
         interop.to_framework(t, "numpy", copy=False)
-    _same(interop.to_framework(t, "numpy"), want)
+    assert_same_array(interop.to_framework(t, "numpy"), want)
     plan = interop.explain(t, "torch")
     assert not plan.zero_copy and "DLPack refuses it" in plan.reasons[0], plan
     r = interop.to_framework(t, "torch")
     assert str(r.dtype) == f"torch.{name}"
-    _same(as_numpy(r.view(__import__("torch").uint8)).view(want.dtype), want)
+    assert_same_array(as_numpy(r.view(__import__("torch").uint8)).view(want.dtype), want)
 
 
 @pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
@@ -401,7 +390,7 @@ def test_float8_numpy_into_tensorflow_is_one_recorded_copy(tf, name):
         interop.to_framework(a, "tensorflow", copy=False)
     t = interop.to_framework(a, "tensorflow")
     assert t.dtype.name == name
-    _same(tf_values(t), a)
+    assert_same_array(tf_values(t), a)
 
 
 def test_float8_torch_into_tensorflow_says_how(tf):
@@ -446,7 +435,7 @@ def test_tensorflow_result_keeps_the_numpy_source_alive(tf):
     del a
     gc.collect()
     _junk = [np.full(1024, 7.0) for _ in range(64)]
-    _same(tf_values(t), want)
+    assert_same_array(tf_values(t), want)
     assert float(tf.reduce_sum(t)) == float(want.sum())
 
 
@@ -457,7 +446,7 @@ def test_results_keep_the_tensorflow_source_alive(tf):
         del t
         gc.collect()
         _junk = [tf.fill([1024], 7.0) for _ in range(64)]
-        _same(np.asarray(as_numpy(r)), want)
+        assert_same_array(np.asarray(as_numpy(r)), want)
 
 
 def test_capsule_from_tensorflow_round_trips(tf):
@@ -465,7 +454,7 @@ def test_capsule_from_tensorflow_round_trips(tf):
     cap = interop.to_framework(t, "dlpack")
     back = interop.to_framework(cap, "tensorflow")
     assert tf_ptr(back) == tf_ptr(t)
-    _same(tf_values(back), want)
+    assert_same_array(tf_values(back), want)
 
 
 # ---- detection, registry, table, doctor, docs -------------------------------------------------

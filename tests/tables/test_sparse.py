@@ -24,6 +24,7 @@ from sparse_samples import (
     CASES,
     SOURCES,
     TARGETS,
+    TORCH_NOTICES,
     copied_roles,
     densified,
     framework_of,
@@ -36,10 +37,7 @@ from sparse_samples import (
     scipy_maker,
 )
 
-# torch's notices when a test itself builds a sparse tensor (interop's own calls give none:
-# test_no_torch_notice_reaches_the_user_through_a_conversion)
-pytestmark = [pytest.mark.filterwarnings("ignore:Sparse (CSR|CSC|BSR|BSC) tensor support"),
-              pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly")]
+pytestmark = TORCH_NOTICES
 # ---- every pair, both ways ------------------------------------------------------------
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("target", TARGETS)
