@@ -224,6 +224,27 @@ def test_dict_build_errors():
         interop.to_framework({"m": np.zeros((3, 0))}, "pyarrow")  # (3, 2): a tensor column
 
 
+@pytest.mark.parametrize("target", ["pyarrow", "pandas", "polars"])
+@pytest.mark.parametrize("second", [
+    pytest.param(lambda: torch.arange(4.0), id="tensor"),
+    pytest.param(lambda: pa.array([1.0, 2.0, 3.0, 4.0]), id="arrow"),
+    pytest.param(lambda: (np.arange(4.0), np.ones(4, bool)), id="masked")])
+def test_columns_of_unequal_lengths_are_refused_by_all_three_calls(target, second):
+    """explain and can_convert see what the conversion refuses: columns whose own lengths
+    (len(), the framework's answer) differ make no table."""
+    if target == "polars":
+        pytest.importorskip("polars")
+    cols = {"a": np.arange(3.0), "b": second()}
+    plan = interop.explain(cols, target)
+    assert not plan.supported and "one length; got {'a': 3, 'b': 4}" in plan.reasons[0], plan
+    assert not interop.can_convert(cols, target)
+    with pytest.raises(interop.errors.MalformedError, match="one length"):
+        interop.to_framework(cols, target)
+    cols["b"] = np.arange(3.0)  # one length: all three agree it converts
+    assert interop.explain(cols, target).supported and interop.can_convert(cols, target)
+    interop.to_framework(cols, target)
+
+
 def test_masked_pairs_convert_between_frameworks_and_columns_of():
     from interop import columns_of
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InteropError, UnsupportedConversionError
+from ..errors import InteropError, MalformedError, UnsupportedConversionError
 from ..plan import Plan, Step
 from . import TABLE_TARGETS
 from .columns import TablePlan
@@ -29,12 +29,31 @@ def _named(cols: Mapping) -> list[tuple[str, Any]]:
     return out
 
 
+def _mismatch(lengths: dict[str, int]) -> str | None:
+    """Why columns of these lengths make no table, if they don't."""
+    if len(set(lengths.values())) > 1:
+        return f"columns of one table must have one length; got {lengths}"
+    return None
+
+
 def _check_lengths(columns: list[tuple[str, Any]]) -> None:
     """One length for every converted column (an Arrow array, a Series: each has ``len``;
     the sources need not: a DLPack capsule or producer says its length once read)."""
-    lengths = {n: len(c) for n, c in columns}
-    if len(set(lengths.values())) > 1:
-        raise InteropError(f"columns of one table must have one length; got {lengths}")
+    why = _mismatch({n: len(c) for n, c in columns})
+    if why:
+        raise MalformedError(why)
+
+
+def _source_lengths(named: list[tuple[str, Any]]) -> dict[str, int]:
+    """The lengths of the columns that say theirs before they are read (arrays, tensors,
+    Arrow arrays, Series; a ``(values, mask)`` pair by its values)."""
+    out = {}
+    for n, v in named:
+        try:
+            out[n] = len(v[0] if isinstance(v, tuple) else v)
+        except TypeError:  # a capsule, a producer, a 0-d value: known once read
+            pass
+    return out
 
 
 def _masked(reg: Any, values: Any, mask: Any, copy: bool | None) -> Any:
@@ -163,6 +182,9 @@ def explain(reg: Any, source: str, cols: Mapping, target: str, *,
             plans[n] = reg.explain(v, col_target, None, copy)
     errors = [f"column {n!r}: {p.reasons[0] if p.reasons else p.error}"
               for n, p in plans.items() if not p.supported]
+    mismatch = _mismatch(_source_lengths(named))
+    if mismatch:
+        errors.append(mismatch)
     steps = [Step(source, col_target, f"column by column ({len(plans)} columns)")]
     if target == "polars":
         steps.append(Step("pyarrow", "polars", "polars.from_arrow(rechunk=False)"))
@@ -173,7 +195,8 @@ def explain(reg: Any, source: str, cols: Mapping, target: str, *,
     summary = tuple(f"column {n!r}: " + ("zero-copy" if p.zero_copy else "copy"
                                          if p.supported else f"fails ({p.error})")
                     for n, p in plans.items())
-    kind = next((p.error for p in plans.values() if not p.supported), None)
+    kind = next((p.error for p in plans.values() if not p.supported),
+                "unsupported" if mismatch else None)
     return TablePlan(source, target, tuple(steps),
                      not errors and all(p.zero_copy for p in plans.values()),
                      (*errors, *summary), (), supported=not errors, error=kind, columns=plans)
