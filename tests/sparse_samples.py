@@ -213,6 +213,55 @@ def pointers(x) -> dict[str, int]:
             "indptr": x.indptr.ctypes.data}
 
 
+def writable(x) -> bool:
+    """Whether a test may write ``x``'s stored values through its own framework: torch's
+    always (a tensor cannot be read-only), SciPy's and pydata's where their NumPy array is
+    writable (not where they view memory of an immutable source); JAX, Arrow and TensorFlow
+    values are immutable, paddle's are only read here."""
+    fw = framework_of(x)
+    return fw == "torch" or (fw in ("scipy", "sparse") and x.data.flags.writeable)
+
+
+def stored_values(x) -> np.ndarray:
+    """The stored values of ``x``, flat, as its own framework reads them now."""
+    fw = framework_of(x)
+    if fw == "torch":
+        v = x._values() if x.layout == torch.sparse_coo else x.values()
+        return v.reshape(-1).numpy()
+    if fw == "jax":
+        return np.asarray(x.data).reshape(-1)
+    if fw == "pyarrow":
+        return x.to_numpy()[0].reshape(-1)
+    if fw == "tensorflow":
+        return x.values.numpy().reshape(-1)
+    if fw == "paddle":
+        return x.values().numpy().reshape(-1)
+    return np.asarray(x.data).reshape(-1)  # SciPy, pydata sparse
+
+
+def _write_first(x, value) -> None:
+    """``value`` into the first stored value of ``x``, through its own framework."""
+    if framework_of(x) == "torch":
+        v = x._values() if x.layout == torch.sparse_coo else x.values()
+        v.reshape(-1)[0] = value
+    else:
+        x.data.reshape(-1)[0] = value
+
+
+def assert_a_write_shows(x, y) -> bool:
+    """A write into the first stored value of whichever of ``x`` and ``y`` lets its framework
+    write, read back on the other by its own API (they share the values buffer). Whether
+    either side could be written."""
+    for writer, reader in ((x, y), (y, x)):
+        if writable(writer):
+            marker = float(stored_values(reader)[0]) + 1000.5
+            _write_first(writer, marker)
+            assert stored_values(reader)[0] == marker, (framework_of(writer),
+                                                        framework_of(reader))
+            return True
+    return False
+
+
 def layout_of(x) -> str:
     fw = framework_of(x)
     if fw == "scipy":
@@ -289,6 +338,8 @@ def check_pair(x, target, r, layout):
         shared = {k for k, p in pointers(y).items() if p == before[k]}
         assert set(before) - copied_roles(plan) <= shared, (plan, shared)
         assert plan.zero_copy == (shared == set(before)), (plan, shared)
+        if "data" in shared:
+            assert_a_write_shows(x, y)
     if not plan.zero_copy:
         with pytest.raises(ZeroCopyError):
             quiet(interop.to_framework, x, target, copy=False)

@@ -158,8 +158,8 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
                             *fixed))
     if not parts.copied and not parts.nulls and not fixes:
         return made
-    return Plan(made.source, made.target, made.steps, False, made.reasons, (), made.supported,
-                made.error)
+    return Plan(made.source, made.target, made.steps, False, made.reasons, made.hazards,
+                made.supported, made.error)  # (the buffers still shared keep their hazards)
 
 
 def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:

@@ -25,6 +25,7 @@ from sparse_samples import (
     SOURCES,
     TARGETS,
     TORCH_NOTICES,
+    assert_a_write_shows,
     copied_roles,
     densified,
     framework_of,
@@ -35,6 +36,7 @@ from sparse_samples import (
     quiet,
     raw,
     scipy_maker,
+    writable,
 )
 
 pytestmark = TORCH_NOTICES
@@ -71,6 +73,11 @@ def test_every_pair_keeps_values_and_format_and_shares_every_buffer_not_named_co
     assert not_copied <= shared, (plan, shared)
     assert plan.zero_copy == (shared == set(src_ptrs)), (plan, shared)
     assert interop.shares_memory(x, y) == bool(shared)
+    if "data" in shared:  # and a write through one side is read back on the other
+        immutable = framework_of(x) in ("jax", "pyarrow")
+        if target in ("scipy", "sparse"):  # memory its source treats as read-only stays so
+            assert writable(y) != immutable, (framework_of(x), target)
+        assert assert_a_write_shows(x, y) == (not immutable or target == "torch")
     # copy=False: the result shares every buffer, or the refusal names what would copy
     if plan.zero_copy:
         again = quiet(interop.to_framework, x, target, copy=False)
@@ -83,6 +90,23 @@ def test_every_pair_keeps_values_and_format_and_shares_every_buffer_not_named_co
 
 
 # ---- zero-copy shown by a write, and the pairs the issue names ----------------------------
+@pytest.mark.parametrize("source", ["jax BCOO", "jax BCSR", "pyarrow csr", "pyarrow csc",
+                                    "pyarrow coo"])
+def test_values_of_an_immutable_source_stay_read_only_or_carry_the_hazard(source, jax_cpu):
+    """JAX's and Arrow's buffers are immutable (pyarrow's ``to_numpy`` of a sparse tensor
+    hands them out writable all the same): SciPy and pydata results view them read-only;
+    torch, which has no read-only tensor, gets them with the hazard in the plan, also where
+    another buffer (JAX's int32 coordinates) is copied."""
+    x = SOURCES[source][1](raw(8, shape=(20, 30), density=0.2))
+    for target in ("scipy", "sparse"):
+        y = quiet(interop.to_framework, x, target)
+        assert pointers(y)["data"] == pointers(x)["data"] and not writable(y), target
+    plan = interop.explain(x, "torch")
+    t = quiet(interop.to_framework, x, "torch")
+    assert pointers(t)["data"] == pointers(x)["data"]
+    assert any("cannot be read-only" in h for h in plan.hazards), plan
+
+
 def test_scipy_csr_to_torch_csr_shares_all_three_buffers_int32_kept_and_a_write_shows():
     m = scipy_maker("csr")(raw(11, shape=(50, 40), density=0.1))
     t = quiet(interop.to_framework, m, "torch", copy=False)

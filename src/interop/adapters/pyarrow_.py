@@ -300,11 +300,17 @@ _is_sparse = instance_test("pyarrow", *_SPARSE_TYPES)
 
 
 def _sparse_parts(x: Any) -> Parts:
+    """The buffers of an Arrow sparse tensor, as read-only NumPy views: Arrow's buffers are
+    immutable (a memory-mapped IPC file's may not even be writable), though ``to_numpy``
+    hands them out writable."""
     layout = _SPARSE_TYPES[type(x).__name__]
+    arrays = x.to_numpy()  # views of its buffers: (data, coords) or (data, indptr, indices)
+    for a in arrays:
+        a.flags.writeable = False
     if layout == "coo":
-        data, coords = x.to_numpy()  # views of its buffers; data is (nnz, 1)
+        data, coords = arrays  # data is (nnz, 1)
         return sparse.coo(data.reshape(-1), coords, x.shape, sparse.NNZ_FIRST)
-    data, indptr, indices = x.to_numpy()
+    data, indptr, indices = arrays
     return sparse.compressed(layout, data.reshape(-1), indices, indptr, x.shape)
 
 
