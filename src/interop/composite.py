@@ -129,7 +129,12 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
         if copy is False:
             return Plan(adapter.name, tgt, (step,), False, (why,), supported=False,
                         error="zero-copy")
-        rest = reg.explain(adapter.reformat(x, fmt), tgt, device, copy)  # type: ignore[misc]
+        try:
+            again = _reformatted(adapter, x, parts, fmt)
+        except InteropError as e:
+            return Plan(adapter.name, tgt, (step,), False, (str(e),), supported=False,
+                        error="unsupported")
+        rest = reg.explain(again, tgt, device, copy)
         return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *rest.reasons),
                     (), rest.supported, rest.error)
     blocked_why = blocked(adapter, parts, copy)
@@ -182,7 +187,23 @@ def _reformat(adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str,
     if copy is False:
         raise ZeroCopyError(f"{adapter.name}: copy=False, but format={fmt!r} changes the "
                             f"layout from {parts.layout}, which rebuilds every buffer (a copy)")
-    return adapter.reformat(x, fmt)  # type: ignore[misc]
+    return _reformatted(adapter, x, parts, fmt)
+
+
+def _reformatted(adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str) -> Any:
+    """``x`` in layout ``fmt`` by its framework's own call; what that call refuses (a 1-D
+    value to a compressed layout, a layout it cannot convert from) is an
+    :class:`UnsupportedConversionError` naming the format, not the framework's own error."""
+    try:
+        return adapter.reformat(x, fmt)  # type: ignore[misc]
+    except InteropError:
+        raise
+    except (ValueError, TypeError, RuntimeError, NotImplementedError) as e:
+        shape = tuple(getattr(x, "shape", ()) or ())
+        raise UnsupportedConversionError(
+            f"format={fmt!r}: {adapter.name} cannot turn this {parts.layout} value of shape "
+            f"{shape} into {fmt} ({type(e).__name__}: {e}); ask another format, or "
+            "format='dense'") from e
 
 
 def _builder(reg: Any, adapter: CompositeAdapter, parts: Parts, tgt: str) -> CompositeAdapter:

@@ -5,6 +5,7 @@ the buffers' addresses (``m.data.ctypes.data``, ``t.values().data_ptr()``,
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -87,6 +88,42 @@ def test_every_pair_keeps_values_and_format_and_shares_every_buffer_not_named_co
             quiet(interop.to_framework, x, target, copy=False)
         assert interop.explain(x, target, copy=False).error == "zero-copy"
         assert not interop.can_convert(x, target, copy=False)
+
+
+# ---- what a framework cannot build is refused by all three calls, in interop's words --------
+def _coo16(fw):
+    coords, vals = np.array([[0, 1], [1, 0]]), np.array([1.0, 2.0], np.float16)
+    if fw == "torch":
+        return torch.sparse_coo_tensor(torch.from_numpy(coords), torch.from_numpy(vals), (2, 2))
+    return js.BCOO((vals, coords.T.astype(np.int32)), shape=(2, 2))
+
+
+REFUSED = {  # found by a random search: each raised the framework's own error before
+    "float16 torch -> scipy": (lambda: _coo16("torch"), "scipy", {}, "scipy holds sparse"),
+    "float16 jax -> scipy": (lambda: _coo16("jax"), "scipy", {}, "scipy holds sparse"),
+    "float16 torch -> sparse csr": (lambda: _coo16("torch"), "sparse", {"format": "csr"},
+                                    "sparse holds sparse"),
+    "1-D jax BCOO to csr": (
+        lambda: js.BCOO((np.ones(2, np.float32), np.array([[0], [2]], np.int32)), shape=(4,)),
+        "jax", {"format": "csr"}, "format='csr': jax.sparse cannot turn this coo value"),
+    "1-D torch COO to csr": (
+        lambda: torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.ones(2), (4,)),
+        "torch", {"format": "csr"}, "format='csr': torch.sparse cannot turn this coo value"),
+    "torch BSR to csr": (
+        lambda: torch.eye(3).to_sparse_bsr((1, 1)), "torch", {"format": "csr"},
+        "format='csr': torch.sparse cannot turn this bsr value"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_what_a_framework_cannot_build_is_refused_by_explain_can_convert_and_the_conversion(
+        case, jax_cpu):
+    make, target, opts, words = REFUSED[case]
+    plan = quiet(interop.explain, make(), target, **opts)
+    assert not plan.supported and words in plan.reasons[-1], plan
+    assert not quiet(interop.can_convert, make(), target, **opts)
+    with pytest.raises(InteropError, match=re.escape(words)):
+        quiet(interop.to_framework, make(), target, **opts)
 
 
 # ---- zero-copy shown by a write, and the pairs the issue names ----------------------------

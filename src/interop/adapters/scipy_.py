@@ -74,6 +74,12 @@ def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
     return m
 
 
+_SCIPY_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                 "uint64", "float32", "float64", "float128", "complex64", "complex128",
+                 "complex256")
+"""The value dtypes SciPy's sparse arrays hold (``scipy.sparse._sputils.supported_dtypes``:
+no float16, no bfloat16)."""
+
 SPARSE = sparse.kind(
     name="scipy",
     modules=("scipy",),
@@ -86,7 +92,8 @@ SPARSE = sparse.kind(
     of="scipy",
     dense="numpy",
     layouts=_BUILT,
-    needs={"coo": sparse.Needs(ndims=None)},
+    needs={layout: sparse.Needs(ndims=None if layout == "coo" else (2,),
+                                data_dtypes=_SCIPY_DTYPES) for layout in _BUILT},
     reformat=sparse.asformat,
 )
 

@@ -52,6 +52,11 @@ def _reformat(x: Any, layout: str) -> Any:
                                      "'csr' and 'csc' (GCXS) values")
 
 
+_GCXS_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                "uint64", "float32", "float64", "complex64", "complex128")
+"""The value dtypes pydata's GCXS builds (its numba kernels: no float16 (NotImplementedError),
+no float128/complex256 (a typing error))."""
+
 SPARSE = sparse.kind(
     name="sparse",
     aliases=("pydata-sparse",),
@@ -66,7 +71,8 @@ SPARSE = sparse.kind(
     dense="numpy",
     layouts=("csr", "csc", "coo"),
     needs={"coo": sparse.Needs(ndims=None, canonical=True),
-           "csr": sparse.Needs(canonical=True), "csc": sparse.Needs(canonical=True)},
+           **{layout: sparse.Needs(canonical=True, data_dtypes=_GCXS_DTYPES)
+              for layout in ("csr", "csc")}},
     reformat=_reformat,
 )
 
