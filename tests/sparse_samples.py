@@ -222,30 +222,28 @@ def writable(x) -> bool:
     return fw == "torch" or (fw in ("scipy", "sparse") and x.data.flags.writeable)
 
 
-def stored_values(x) -> np.ndarray:
-    """The stored values of ``x``, flat, as its own framework reads them now."""
+def _values(x):
+    """The stored values of ``x``: its framework's own array of them."""
     fw = framework_of(x)
     if fw == "torch":
-        v = x._values() if x.layout == torch.sparse_coo else x.values()
-        return v.reshape(-1).numpy()
-    if fw == "jax":
-        return np.asarray(x.data).reshape(-1)
+        return x._values() if x.layout == torch.sparse_coo else x.values()
     if fw == "pyarrow":
-        return x.to_numpy()[0].reshape(-1)
+        return x.to_numpy()[0]
     if fw == "tensorflow":
-        return x.values.numpy().reshape(-1)
+        return x.values
     if fw == "paddle":
-        return x.values().numpy().reshape(-1)
-    return np.asarray(x.data).reshape(-1)  # SciPy, pydata sparse
+        return x.values()
+    return x.data  # SciPy, pydata sparse, JAX
+
+
+def stored_values(x) -> np.ndarray:
+    """The stored values of ``x``, flat, as its own framework reads them now."""
+    return np.asarray(_values(x)).reshape(-1)
 
 
 def _write_first(x, value) -> None:
     """``value`` into the first stored value of ``x``, through its own framework."""
-    if framework_of(x) == "torch":
-        v = x._values() if x.layout == torch.sparse_coo else x.values()
-        v.reshape(-1)[0] = value
-    else:
-        x.data.reshape(-1)[0] = value
+    _values(x).reshape(-1)[0] = value
 
 
 def assert_a_write_shows(x, y) -> bool:

@@ -140,7 +140,7 @@ def test_values_of_an_immutable_source_stay_read_only_or_carry_the_hazard(source
         assert pointers(y)["data"] == pointers(x)["data"] and not writable(y), target
     plan = interop.explain(x, "torch")
     t = quiet(interop.to_framework, x, "torch")
-    assert pointers(t)["data"] == pointers(x)["data"]
+    assert pointers(t)["data"] == pointers(x)["data"] and assert_a_write_shows(x, t)
     assert any("cannot be read-only" in h for h in plan.hazards), plan
 
 
