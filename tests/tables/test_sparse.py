@@ -451,10 +451,23 @@ def test_no_torch_notice_reaches_the_user_through_a_conversion():
     import textwrap
 
     code = textwrap.dedent("""
-        import numpy as np, scipy.sparse as sp
+        import threading, warnings
+        import numpy as np, scipy.sparse as sp, torch
         import interop
         m = sp.random_array((5, 6), density=0.4, format="csr", dtype=np.float32, rng=1)
-        for fmt in ("csr", "csc", "coo", "bsr"):
+        filters = list(warnings.filters)  # (after torch's import, which adds its own)
+        go = threading.Barrier(4)
+
+        def build():  # four threads at the first compressed build: no filter left behind
+            go.wait()
+            for fmt in ("csr", "csc", "coo", "bsr"):
+                interop.to_framework(m.asformat(fmt), "torch")
+
+        threads = [threading.Thread(target=build) for _ in range(4)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert warnings.filters == filters, warnings.filters
+        for fmt in ("csr", "csc", "coo", "bsr"):  # and later builds (torch warns once only)
             interop.to_framework(m.asformat(fmt), "torch")
         interop.to_framework(interop.to_framework(m, "torch"), "scipy")
     """)

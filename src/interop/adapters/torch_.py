@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import sys
+import threading
 from functools import cache
 from typing import Any
 
@@ -510,9 +511,7 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
     parts (:func:`~interop.adapters.sparse_parts.prepare`). torch's notice that compressed
     layouts are in beta is about the constructor interop calls for the user, not about
     anything the user did: it is not passed on (issue 36: no framework warning reaches a
-    user through interop)."""
-    import warnings
-
+    user through interop; see :func:`_compressed`)."""
     import torch
 
     a = dict(parts.arrays)
@@ -522,10 +521,29 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
                                        is_coalesced=sparse.canonical(parts))
     build = {"csr": torch.sparse_csr_tensor, "csc": torch.sparse_csc_tensor,
              "bsr": torch.sparse_bsr_tensor}[parts.layout]
-    with warnings.catch_warnings():
+    return _compressed(build, a["indptr"], a["indices"], a["data"], size)
+
+
+_BETA_NOTICE = threading.Lock()
+_beta_notice_taken = False
+
+
+def _compressed(build: Any, *args: Any) -> Any:
+    """``build(*args)`` (a compressed-layout constructor) without torch's beta notice. torch
+    gives that notice once per process: only the first build runs under
+    ``warnings.catch_warnings`` (process-wide), under a lock, so that no two threads
+    interleave their filter changes and no call after it touches the filters."""
+    global _beta_notice_taken
+    if _beta_notice_taken:
+        return build(*args, check_invariants=False)
+    import warnings
+
+    with _BETA_NOTICE, warnings.catch_warnings():
         warnings.filterwarnings("ignore", r"Sparse (CSR|CSC|BSR) tensor support is in beta",
                                 UserWarning)
-        return build(a["indptr"], a["indices"], a["data"], size, check_invariants=False)
+        out = build(*args, check_invariants=False)
+        _beta_notice_taken = True
+        return out
 
 
 def _sparse_reformat(t: Any, layout: str) -> Any:
