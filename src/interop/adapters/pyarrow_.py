@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
 from . import sparse_parts as sparse
+from .arrow_extensions import ARROW_EXTENSIONS
 from .arrow_nested import ARROW_NESTED
 from .base import (
     ALIGNED,
@@ -354,6 +355,7 @@ SPARSE = sparse.kind(
     reformat=_sparse_reformat,
 )
 
-ADAPTERS = (ARROW_NESTED, ADAPTER, SPARSE)
-"""Arrow's list and tensor arrays (:mod:`interop.adapters.arrow_nested`), then its arrays of one
-buffer, then its sparse tensors."""
+ADAPTERS = (ARROW_NESTED, ARROW_EXTENSIONS, ADAPTER, SPARSE)
+"""Arrow's list and tensor arrays (:mod:`interop.adapters.arrow_nested`), the ML data libraries'
+extension arrays (:mod:`interop.adapters.arrow_extensions`), then its arrays of one buffer, then
+its sparse tensors."""
