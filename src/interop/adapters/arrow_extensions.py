@@ -127,25 +127,28 @@ def _null_rows(read: Callable[[Any], Any], storage: Any) -> Any:
 
 
 def _fixed(storage: Any, shape: tuple[int | None, ...], levels: tuple[int | None, ...],
-           what: str) -> Any:
+           what: str) -> tuple[Any, tuple[str, ...]]:
     """``storage`` (list levels of ``levels`` items, or one ``fixed_size_list``) as a
     canonical tensor of rows of ``shape``, or, where the first dimension is dynamic
-    (``None``), a ``large_list`` of such items; zero-copy where no row is null."""
+    (``None``), a ``large_list`` of such items; zero-copy where no row is null. With why
+    taking it apart copied (offsets rebased)."""
     pa, np = _pa(), _np()
     if pa.types.is_fixed_size_list(storage.type):  # its validity is the rows' own
         if storage.type.list_size != math.prod(shape):  # type: ignore[arg-type]
             raise MalformedError(f"{what}: its storage holds {storage.type.list_size} items "
                                  f"per row, its type says shape {shape}")
         return pa.ExtensionArray.from_storage(
-            pa.fixed_shape_tensor(storage.type.value_type, list(shape)), storage)
+            pa.fixed_shape_tensor(storage.type.value_type, list(shape)), storage), ()
     if storage.null_count:
-        return _null_rows(lambda s: _fixed(s, shape, levels, what), storage)
+        return _null_rows(lambda s: _fixed(s, shape, levels, what)[0], storage), ()
     offsets, leaf = _levels(storage, levels, what)
     if shape[0] is not None:
-        return _tensor(leaf, tuple(shape))  # type: ignore[arg-type]
+        return _tensor(leaf, tuple(shape)), ()  # type: ignore[arg-type]
     start = int(offsets[0]) if offsets.size else 0
-    offs = (offsets - start if start else offsets).astype(np.int64, copy=False)
-    return pa.LargeListArray.from_arrays(pa.array(offs), _nest(leaf, tuple(shape[1:])))
+    copied = (f"{what} is a slice: its {offsets.size} offsets are rebased to start at 0 (a "
+              "copy of the offsets; the values are not copied)",) if start else ()
+    offs = (offsets - start).astype(np.int64, copy=False)
+    return pa.LargeListArray.from_arrays(pa.array(offs), _nest(leaf, tuple(shape[1:]))), copied
 
 
 def _nest(leaf: Any, items: tuple[int, ...]) -> Any:
@@ -202,17 +205,17 @@ def _image_shapes(storage: Any) -> Any:
 
 
 # ---- the libraries ---------------------------------------------------------------------------
-def _ray_tensor(x: Any, storage: Any) -> Any:
+def _ray_tensor(x: Any, storage: Any) -> tuple[Any, tuple[str, ...]]:
     meta = _meta(x.type)
     shape = tuple(meta if isinstance(meta, list) else getattr(x.type, "shape", ()))
     return _fixed(storage, shape, (math.prod(shape),), _describe(x))
 
 
-def _ray_variable(x: Any, storage: Any) -> Parts:
-    return _rows(x, storage, _ray_shapes(storage), _describe(x))
+def _ray_variable(x: Any, storage: Any) -> tuple[Parts, tuple[str, ...]]:
+    return _rows(x, storage, _ray_shapes(storage), _describe(x)), ()
 
 
-def _hf_array(x: Any, storage: Any) -> Any:
+def _hf_array(x: Any, storage: Any) -> tuple[Any, tuple[str, ...]]:
     meta = _meta(x.type)
     shape = tuple(meta[0]) if isinstance(meta, list) else tuple(x.type.shape)
     return _fixed(storage, shape, shape, _describe(x))
@@ -222,7 +225,7 @@ _DAFT_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "L16": 1, "LA16": 2, "RG
                   "RGBA16": 4, "RGB32F": 3, "RGBA32F": 4}
 
 
-def _daft(x: Any, storage: Any) -> Any:
+def _daft(x: Any, storage: Any) -> tuple[Any, tuple[str, ...]]:
     meta = _meta(x.type)
     kind = meta.get("datatype") if isinstance(meta, dict) else None
     name, arg = next(iter(kind.items())) if isinstance(kind, dict) and kind else (kind, None)
@@ -241,9 +244,9 @@ def _daft(x: Any, storage: Any) -> Any:
         if ndims.size and bool((ndims != ndims[0]).any()):
             raise UnsupportedConversionError(f"{what}: its rows have different numbers of "
                                              "dimensions; select rows of one rank first")
-        return _rows(x, storage, _ray_shapes(storage), what)
+        return _rows(x, storage, _ray_shapes(storage), what), ()
     if name == "Image":
-        return _rows(x, storage, _image_shapes(storage), what)
+        return _rows(x, storage, _image_shapes(storage), what), ()
     raise UnsupportedConversionError(
         f"{what}: Daft's {name or kind!r} columns hold no tensor interop reads (it reads "
         "Embedding, Tensor, FixedShapeTensor, Image and FixedShapeImage); convert the "
@@ -251,7 +254,7 @@ def _daft(x: Any, storage: Any) -> Any:
 
 
 _HF = "datasets.features.features.Array{}DExtensionType"
-READERS: dict[str, Callable[[Any, Any], Any]] = {
+READERS: dict[str, Callable[[Any, Any], tuple[Any, tuple[str, ...]]]] = {
     "ray.data.arrow_tensor": _ray_tensor,
     "ray.data.arrow_tensor_v2": _ray_tensor,
     "ray.data.arrow_variable_shaped_tensor": _ray_variable,
@@ -259,7 +262,8 @@ READERS: dict[str, Callable[[Any, Any], Any]] = {
     "daft.super_extension": _daft,
 }
 """Extension name -> ``(array, storage)`` -> a canonical Arrow array over the same buffers
-(read by :mod:`~interop.adapters.arrow_nested`) or the ``"rows"`` :class:`Parts`."""
+(read by :mod:`~interop.adapters.arrow_nested`) or the ``"rows"`` :class:`Parts`, and why
+reading it copied."""
 
 
 def known(t: Any) -> bool:
@@ -309,7 +313,8 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
             "tensor types and arrow.fixed_shape_tensor); convert its storage (x.storage) if "
             "its values are what you want, or cast it to a type interop reads")
     storage, joined = _storage(x)
-    made = read(x, storage)
+    made, copied = read(x, storage)
+    joined += copied
     if isinstance(made, Parts):
         if ragged not in (None, "list") or fill_value != 0:
             raise InteropError(f"{_describe(x)} has rows of different shapes: they convert "
