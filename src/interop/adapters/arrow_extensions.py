@@ -266,9 +266,11 @@ READERS: dict[str, Callable[[Any, Any], tuple[Any, tuple[str, ...]]]] = {
 reading it copied."""
 
 
-def known(t: Any) -> bool:
-    """Whether ``t`` is an extension type :data:`READERS` reads."""
-    return extension_name(t) in READERS
+def ours(t: Any) -> bool:
+    """Whether arrays of ``t`` are this kind's: an extension type other than the canonical
+    tensor (which :mod:`~interop.adapters.arrow_nested` reads), read by :data:`READERS` or
+    refused by name."""
+    return extension_name(t) not in ("", "arrow.fixed_shape_tensor")
 
 
 # ---- the kind --------------------------------------------------------------------------------

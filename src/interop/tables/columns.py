@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import narrowing
-from ..adapters.arrow_extensions import extension_name, known
+from ..adapters.arrow_extensions import extension_name, ours
 from ..errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
 from ..memo import ARROW_TYPE_ID, memo_by
 from ..names import CALL_OPTIONS, TABLE_OPTIONS, did_you_mean
@@ -259,7 +259,7 @@ def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: boo
     columns of numbers)."""
     from ..adapters.arrow_nested import numeric_items
 
-    if not (known(col.type) or numeric_items(col.type)):
+    if not (ours(col.type) or numeric_items(col.type)):
         return _unsupported(name, col.type)
     if col.null_count:
         if nulls == "raise":
