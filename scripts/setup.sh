@@ -30,6 +30,20 @@ pip_install() {
   .venv/bin/python -m pip install -q --disable-pip-version-check "$@"
 }
 
+mldata_install() {  # the ML data libraries, never moving the torch, numpy or pyarrow installed
+  local pins rc=0
+  pins=$(mktemp)
+  .venv/bin/python -m pip freeze --disable-pip-version-check \
+    | grep -iE '^(torch|numpy|pyarrow)==' >"$pins"
+  pip_install -c "$pins" "ray[data]==2.60.0" "datasets==5.2.0" "pylance==14.0.2" \
+    "tqdm==4.67.3" || rc=$?
+  # daft 0.7.26 caps pyarrow below 26: installed without its dependencies (packaging,
+  # typing-extensions and tqdm are there); tests/optional/test_mldata.py shows it works.
+  [ "$rc" -eq 0 ] && { pip_install --no-deps "daft==0.7.26" || rc=$?; }
+  rm -f "$pins"
+  return "$rc"
+}
+
 if [ ! -x .venv/bin/python ]; then
   step "creating .venv" "$PY" -m venv .venv
 fi
@@ -48,6 +62,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   step "installing interop-mempool[all,test,docs] and the CUDA 12 GPU packages" \
     pip_install -e ".[all,test,docs]" \
     "cupy-cuda12x>=13" "rmm-cu12>=24.10" "numba-cuda>=0.20"
+  # Ray Data, Hugging Face datasets, Daft and Lance: pinned to the versions
+  # tests/optional/test_mldata.py was probed against (not in [all]; about 30 s here).
+  step "installing ray[data] 2.60.0, datasets 5.2.0, daft 0.7.26 and pylance 14.0.2" \
+    mldata_install
   # paddle before tensorflow: importing paddle after tensorflow segfaults (both bundle
   # protobuf). Their import-time log lines are not ours: quietened here, shown on failure.
   step "checking every framework imports" env TF_CPP_MIN_LOG_LEVEL=3 GLOG_minloglevel=3 \

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The test command: set up .venv, lint, run the whole suite. Zero tests collected is a failure.
 #
-# Five pytest processes: the core suite (-m "not tensorflow and not paddle and not dali and not
-# multidevice"; it never imports any of them), then the TensorFlow suite (-m tensorflow), the
-# PaddlePaddle suite (-m paddle), the NVIDIA DALI suite (-m dali), each in its own process
+# Six pytest processes: the core suite (-m "not tensorflow and not paddle and not dali and not
+# multidevice and not mldata"; it never imports any of them), then the TensorFlow suite (-m
+# tensorflow), the PaddlePaddle suite (-m paddle), the NVIDIA DALI suite (-m dali), the ML data
+# libraries' suite (-m mldata: Ray Data, datasets, Daft, Lance), each in its own process
 # (importing paddle after tensorflow segfaults, and TensorFlow's kernels abort the interpreter
 # on misaligned buffers: a crash there must not take the core results with it; DALI loads its
-# own CUDA libraries and worker threads), and the multi-device suite (-m multidevice: JAX with
+# own CUDA libraries and worker threads; Ray and datasets register Arrow extension types
+# process-wide, Daft starts threads and imports TensorFlow), and the multi-device suite (-m multidevice: JAX with
 # four CPU devices, which XLA_FLAGS must ask for before JAX starts). Every run must pass. Arguments go to every run; a -m EXPR given here is
 # combined with each run's own marker expression. With no arguments (CI), a run that collects
 # no tests fails; with arguments that select tests (paths, -k, -m), a run the selection leaves
-# empty is reported and skipped, but all five runs empty is still a failure.
+# empty is reported and skipped, but all six runs empty is still a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh || exit 1
@@ -51,10 +53,11 @@ run() {  # run NAME MARKER-EXPRESSION [VAR=VALUE ...] (environment of that run o
   [ "$rc" -ne 0 ] && { echo "=== $name: failed (exit $rc)" >&2; status=1; }
 }
 
-run core "not tensorflow and not paddle and not dali and not multidevice"
+run core "not tensorflow and not paddle and not dali and not multidevice and not mldata"
 run tensorflow "tensorflow"
 run paddle "paddle"
 run dali "dali"
+run mldata "mldata"
 run multidevice "multidevice" \
   XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_force_host_platform_device_count=4"
 if [ "$collected" -eq 0 ]; then
