@@ -15,7 +15,7 @@ DOCS = [ROOT / "README.md"] + [ROOT / "docs" / f"{n}.md" for n in
                                 "architecture")]
 BLOCK = re.compile(r"(?P<before>[^\n]*)\n```python\n(?P<code>.*?)\n```", re.S)
 REQUIRES = re.compile(r"<!-- requires: (?P<name>[\w-]+) -->")
-OPTIONAL = ("tensorflow", "paddle", "dali", "multidevice")
+OPTIONAL = ("tensorflow", "paddle", "dali", "multidevice", "mldata")
 
 
 def all_blocks(path: Path) -> list[tuple[int, str, str]]:

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import interop
+from docs_examples import run_optional_blocks
 from helpers import assert_same_array, report_upstream, run_child
 from interop.errors import MalformedError, NullsError, UnsupportedConversionError, ZeroCopyError
 
@@ -408,3 +409,9 @@ def test_daft_type_without_tensors_is_refused_by_name(daft):
         interop.to_framework(chunk, "numpy")
     plan = interop.explain(chunk, "torch")
     assert not plan.supported and "'Python'" in " ".join(plan.reasons)
+
+
+def test_docs_pipelines_run(ray_tensors, datasets, daft):
+    """docs/nested.md's Ray Data, datasets, Daft and Lance pipelines."""
+    pytest.importorskip("lance", reason="pylance is not installed (the lance extra)")
+    assert run_optional_blocks("mldata") >= 4

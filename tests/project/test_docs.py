@@ -3,8 +3,9 @@
 Blocks of one file run in order in one namespace, like a reader following along. A block
 preceded by a ``<!-- no-test -->`` line is skipped: only for examples that need a GPU.
 A block preceded by ``<!-- requires: tensorflow -->`` (or ``paddle``, ``dali``, ``multidevice``:
-JAX with four CPU devices) runs only in that suite's own test process (``pytest -m tensorflow``),
-through ``run_optional_blocks``, so the core run never imports it. The reading and running of
+JAX with four CPU devices; ``mldata``: Ray Data, datasets, Daft, Lance) runs only in that
+suite's own test process (``pytest -m tensorflow``), through ``run_optional_blocks``, so the
+core run never imports it. The reading and running of
 the blocks is ``tests/docs_examples.py``'s.
 """
 
