@@ -45,6 +45,8 @@ def test_each_install_step_is_one_line_and_the_noise_is_hidden(tmp_path):
         "[setup] installing tensorflow-cpu 2.21.0 and paddlepaddle 3.3.1 ... ok",
         "[setup] installing nvidia-dali-cuda120 2.4.0 ... ok",
         "[setup] installing interop-mempool[all,test,docs] and the CUDA 12 GPU packages ... ok",
+        "[setup] installing ray[data] 2.60.0, datasets 5.2.0, daft 0.7.26 and pylance 14.0.2"
+        " ... ok",
         "[setup] checking every framework imports ... ok",
     ], lines
     assert (tmp_path / ".venv" / ".interop-installed").exists()
