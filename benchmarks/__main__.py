@@ -1,7 +1,7 @@
 """``python -m benchmarks [--quick] [--only a,b] [--out DIR] [--machine NAME]``.
 
 Runs every benchmark (dispatch, sizes, tables, structures, nested, sparse, aos_soa, import_time,
-gpu, pool, dali) and writes
+gpu, pool, dali, mldata) and writes
 ``<out>/<machine>.json``, ``<out>/<machine>.md`` and PNG plots (default out:
 ``benchmarks/results``). ``--quick`` uses tiny sizes and few repetitions (a smoke run).
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 SECTIONS = ("import_time", "dispatch", "sizes", "tables", "structures", "nested", "sparse",
             "aos_soa", "gpu",
-            "pool", "dali")
+            "pool", "dali", "mldata")
 HERE = Path(__file__).resolve().parent
 
 
@@ -44,7 +44,7 @@ def machine_name() -> str:
 def _versions() -> dict[str, str]:
     out = {}
     for pkg in ("interop", "numpy", "torch", "jax", "pyarrow", "pandas", "polars", "cupy",
-                "rmm-cu12", "numba-cuda", "nvidia-dali-cuda120"):
+                "rmm-cu12", "numba-cuda", "nvidia-dali-cuda120", "ray", "datasets", "daft"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -420,6 +420,12 @@ def markdown(results: dict[str, Any]) -> str:
 
         lines += dali_markdown(dl) if "error" not in dl else ["", "## 8. DALI", "",
                                                               f"Error: {dl['error']}"]
+    md = results.get("mldata")
+    if md:
+        from .mldata import markdown as mldata_markdown
+
+        lines += mldata_markdown(md) if "error" not in md else ["", "## 9. ML data libraries",
+                                                                "", f"Error: {md['error']}"]
     if results.get("profile"):
         lines += ["", "## Profile", "", results["profile"]]
     return "\n".join(lines) + "\n"

@@ -15,10 +15,13 @@ NumPy's ``ctypes.data``, and a write through the result read back by the library
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
 import interop
 from docs_examples import run_optional_blocks
@@ -415,3 +418,108 @@ def test_docs_pipelines_run(ray_tensors, datasets, daft):
     """docs/nested.md's Ray Data, datasets, Daft and Lance pipelines."""
     pytest.importorskip("lance", reason="pylance is not installed (the lance extra)")
     assert run_optional_blocks("mldata") >= 4
+
+
+# ---- a random search over the libraries' own values --------------------------------------------
+# Fast profile (every run): derandomized, RELIABILITY_EXAMPLES cases (12). Slow profile, by hand:
+# RELIABILITY_SEED=<fresh> RELIABILITY_EXAMPLES=300 pytest -m mldata -k random tests/optional/...
+EXAMPLES = int(os.environ.get("RELIABILITY_EXAMPLES", "12"))
+SEED = os.environ.get("RELIABILITY_SEED")
+DTYPES = ["float32", "float64", "float16", "int16", "uint8", "int64"]
+
+
+def _search(prop):
+    prop = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                    derandomize=SEED is None,
+                    suppress_health_check=[HealthCheck.too_slow])(prop)
+    (seed(int(SEED))(prop) if SEED is not None else prop)()
+
+
+def _check_rows(x, want_rows):
+    """``x`` converted (NumPy, zero-copy unless it holds nulls) row by row against the rows
+    the library itself reads (``None``: a null row, NaN under ``copy=True``)."""
+    nulls = any(w is None for w in want_rows)
+    if nulls:
+        with pytest.raises(NullsError):
+            interop.to_framework(x, "numpy")
+        assert interop.explain(x, "numpy").error == "nulls"
+    got = interop.to_framework(x, "numpy", copy=True if nulls else False)
+    rows = list(got) if not isinstance(got, interop.Jagged) else [
+        got.values[a:b] for a, b in zip(got.offsets[:-1], got.offsets[1:])]
+    assert len(rows) == len(want_rows)
+    for g, w in zip(rows, want_rows):
+        if w is None:
+            assert g.size == 0 or np.isnan(g).all()
+        else:
+            assert g.shape == np.shape(w) and np.array_equal(g, w)
+    assert interop.can_convert(x, "torch", copy=True)
+
+
+def test_random_ray_tensors_read_as_ray_reads_them(ray_tensors, pa):
+    @given(st.sampled_from(["V1", "V2"]), st.sampled_from(DTYPES),
+           st.lists(st.integers(1, 4), min_size=1, max_size=3), st.integers(0, 7),
+           st.data())
+    def prop(fmt, dtype, shape, rows, data):
+        a = (np.arange(rows * int(np.prod(shape))) % 100).astype(dtype).reshape(rows, *shape)
+        arr = ray_make(ray_tensors, a, fmt) if rows else None
+        if arr is None:
+            return
+        lo = data.draw(st.integers(0, rows))
+        hi = data.draw(st.integers(lo, rows))
+        part = arr.slice(lo, hi - lo)
+        index = data.draw(st.lists(st.one_of(st.none(), st.integers(0, rows - 1)),
+                                   max_size=5)) if data.draw(st.booleans()) else None
+        if index is not None and dtype.startswith("float"):
+            part = arr.take(pa.array(index, pa.int64()))
+            want = [None if i is None else a[i] for i in index]
+        elif index is not None:
+            part = arr.take(pa.array([i for i in index if i is not None], pa.int64()))
+            want = [a[i] for i in index if i is not None]
+        else:
+            want = list(a[lo:hi])
+            assert np.array_equal(part.to_numpy(), a[lo:hi])  # Ray's own reading agrees
+        _check_rows(part, want)
+
+    _search(prop)
+
+
+def test_random_ray_variable_shaped_tensors(ray_tensors):
+    @given(st.sampled_from(DTYPES), st.integers(1, 3), st.integers(2, 6), st.data())
+    def prop(dtype, ndim, rows, data):
+        shapes = [tuple(data.draw(st.lists(st.integers(0, 3), min_size=ndim, max_size=ndim)))
+                  for _ in range(rows)]
+        arrays = [(np.arange(int(np.prod(s))) % 50).astype(dtype).reshape(s) for s in shapes]
+        if len(set(shapes)) == 1:  # Ray stacks rows of one shape into a fixed-shape type
+            return
+        arr = ray_make(ray_tensors, arrays)
+        lo = data.draw(st.integers(0, rows))
+        part = arr.slice(lo)
+        _check_rows(part, [np.asarray(r) for r in part.to_numpy()] if len(part) else [])
+
+    _search(prop)
+
+
+def test_random_hf_arrays_read_as_datasets_reads_them(datasets):
+    @given(st.integers(2, 5), st.sampled_from(["float32", "int32", "uint8"]),
+           st.booleans(), st.integers(0, 5), st.data())
+    def prop(ndims, dtype, dynamic, rows, data):
+        dims = data.draw(st.lists(st.integers(1, 3), min_size=ndims, max_size=ndims))
+        firsts = [data.draw(st.integers(0, 3)) if dynamic else dims[0] for _ in range(rows)]
+        arrays = [(np.arange(f * int(np.prod(dims[1:]))) % 90).astype(dtype).reshape(
+            f, *dims[1:]) for f in firsts]
+        nulls = data.draw(st.lists(st.integers(0, max(rows - 1, 0)), max_size=2)) \
+            if rows and dtype == "float32" else []
+        values = [None if i in nulls else r for i, r in enumerate(arrays)]
+        shape = (None if dynamic else dims[0], *dims[1:])
+        if not rows:
+            return
+        _, table = hf_column(datasets, values, shape, dtype)
+        arr = table["a"].chunk(0)
+        lo = data.draw(st.integers(0, rows))
+        part = arr.slice(lo)
+        want = values[lo:]
+        if not any(w is None for w in want) and len(part) and not dynamic:
+            assert np.array_equal(part.to_numpy(), np.stack(want))  # datasets' own reading
+        _check_rows(part, want)
+
+    _search(prop)
