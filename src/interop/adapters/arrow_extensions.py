@@ -194,8 +194,8 @@ def _rows(x: Any, storage: Any, shapes: Any, what: str) -> Parts:
 def _ray_shapes(storage: Any) -> Any:
     np = _np()
     field = storage.field("shape")
-    return np.asarray(field.flatten().to_numpy(zero_copy_only=False),
-                      dtype=np.int64).reshape(len(storage), -1)
+    flat = np.asarray(field.flatten().to_numpy(zero_copy_only=False), dtype=np.int64)
+    return flat.reshape(len(storage), -1) if len(storage) else flat.reshape(0, 0)
 
 
 def _image_shapes(storage: Any) -> Any:
