@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, given, reject, seed, settings
 from hypothesis import strategies as st
 
 import interop
@@ -147,6 +147,7 @@ def test_ray_variable_shaped_rows_are_views(ray_tensors):
     for g, w in zip(got, list(part.to_numpy())):
         assert_same_array(g, w)
     assert "per row" in str(interop.explain(arr, "torch"))
+    assert interop.to_framework(arr.slice(len(arr)), "numpy") == []  # no rows (a ValueError)
     with pytest.raises(interop.InteropError, match="ragged"):
         interop.to_framework(arr, "torch", ragged="pad")
 
@@ -494,7 +495,10 @@ def test_random_ray_variable_shaped_tensors(ray_tensors):
         arrays = [(np.arange(int(np.prod(s))) % 50).astype(dtype).reshape(s) for s in shapes]
         if len(set(shapes)) == 1:  # Ray stacks rows of one shape into a fixed-shape type
             return
-        arr = ray_make(ray_tensors, arrays)
+        try:
+            arr = ray_make(ray_tensors, arrays)
+        except ValueError:  # Ray 2.60 cannot build rows of shapes (0, 0) and (0, 1) (NumPy
+            reject()        # broadcasts them into its object array; found by this search)
         lo = data.draw(st.integers(0, rows))
         part = arr.slice(lo)
         _check_rows(part, [np.asarray(r) for r in part.to_numpy()] if len(part) else [])

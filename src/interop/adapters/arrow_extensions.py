@@ -17,7 +17,7 @@ another process) and read from its storage and the metadata the type serialises
   ``large_list`` of such items: the ``"jagged"`` layout, with ``ragged=`` as for Arrow lists;
 * variable shapes (Ray's ``ray.data.arrow_variable_shaped_tensor``, Daft's ``Tensor`` and
   ``Image``: a struct of the flat data and each row's shape) are the ``"rows"`` layout: one
-  view of the values, converted once, and one N-D view of it per row (a list).
+  N-D view of the values buffer per row, each converted by the dense rules (a list).
 
 Nulls follow the arrays' contract (refused unless ``copy=True``; a null row of a fixed shape
 is NaN, of a variable shape an empty array). Any other extension type is refused, naming its
@@ -163,7 +163,7 @@ def _nest(leaf: Any, items: tuple[int, ...]) -> Any:
 # ---- variable shapes: a struct of the flat data and each row's shape ---------------------
 def _rows(x: Any, storage: Any, shapes: Any, what: str) -> Parts:
     """The ``"rows"`` parts of a struct storage whose ``data`` field holds each row's items
-    (a list) and ``shapes`` (``rows x ndim``) each row's shape."""
+    (a list) and ``shapes`` (``rows x ndim``) each row's shape: one N-D view per row."""
     pa, np = _pa(), _np()
     data = storage.field("data")
     n = len(storage)
@@ -186,9 +186,10 @@ def _rows(x: Any, storage: Any, shapes: Any, what: str) -> Parts:
     p = arrow_nested.parts(flat)
     values = p.array("values").reshape(-1)
     nulls = _nulls_why(x) if (not valid.all() or p.nulls) else ""
-    meta = (("type", _type_line(x)), ("starts", tuple(int(s) for s in starts)),
-            ("shapes", tuple(tuple(int(d) for d in s) for s in shapes)))
-    return Parts("rows", (("values", values),), meta, p.copied, nulls)
+    rows = tuple((i, values[s:s + int(k)].reshape(tuple(int(d) for d in shape)))
+                 for i, (s, k, shape) in enumerate(zip(starts, sizes, shapes)))
+    return Parts("rows", rows, (("type", _type_line(x)), ("ndim", shapes.shape[1])),
+                 p.copied, nulls)
 
 
 def _ray_shapes(storage: Any) -> Any:
@@ -305,7 +306,7 @@ def _storage(x: Any) -> tuple[Any, tuple[str, ...]]:
 
 def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
     """``x`` taken apart by its extension name's reader: ``"tensor"`` (one N-D array),
-    ``"jagged"`` (values and offsets) or ``"rows"`` (values and each row's shape)."""
+    ``"jagged"`` (values and offsets) or ``"rows"`` (one N-D array per row)."""
     t = x.type
     read = READERS.get(extension_name(t))
     if read is None:
@@ -332,21 +333,17 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
 
 def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
     """The converted parts on ``tgt``: one N-D array, the target's ragged type, or a list of
-    one N-D view per row."""
+    one N-D array per row."""
     if p.layout != "rows":
         return arrow_nested.rebuild(reg, p, tgt)
-    values = p.array("values")
-    return [values[s:s + math.prod(shape)].reshape(shape)
-            for s, shape in zip(p.get("starts"), p.get("shapes"))]
+    return [a for _, a in p.arrays]
 
 
 def describe(reg: Any, p: Parts, tgt: str) -> str:
     if p.layout != "rows":
         return arrow_nested.describe(reg, p, tgt)
-    v = p.array("values")
-    return (f"{p.get('type')}: {len(p.get('shapes'))} rows of their own shapes: values "
-            f"{tuple(v.shape)} -> one {len(p.get('shapes')[0]) if p.get('shapes') else 0}-D "
-            "view per row (a list)")
+    return (f"{p.get('type')}: {len(p.arrays)} rows of their own shapes -> one "
+            f"{p.get('ndim')}-D view per row (a list)")
 
 
 ARROW_EXTENSIONS = CompositeAdapter(
