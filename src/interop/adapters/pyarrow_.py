@@ -7,8 +7,8 @@ from typing import Any
 
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
+from . import arrow_extensions
 from . import sparse_parts as sparse
-from .arrow_extensions import ARROW_EXTENSIONS
 from .arrow_nested import ARROW_NESTED
 from .base import (
     ALIGNED,
@@ -355,7 +355,7 @@ SPARSE = sparse.kind(
     reformat=_sparse_reformat,
 )
 
-ADAPTERS = (ARROW_NESTED, ARROW_EXTENSIONS, ADAPTER, SPARSE)
+ADAPTERS = (ARROW_NESTED, arrow_extensions.ARROW_EXTENSIONS, ADAPTER, SPARSE)
 """Arrow's list and tensor arrays (:mod:`interop.adapters.arrow_nested`), the ML data libraries'
 extension arrays (:mod:`interop.adapters.arrow_extensions`), then its arrays of one buffer, then
 its sparse tensors."""
