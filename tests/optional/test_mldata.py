@@ -311,6 +311,31 @@ def test_daft_columns(daft):
     assert plan.supported and plan.zero_copy
 
 
+def test_daft_null_rows(daft):
+    """A null row of a Daft tensor or image column has no shape (an empty shape list, null
+    sizes): refused by default, an empty array under copy=True; an embedding's is NaN."""
+    from daft import DataType as dt
+    from daft import col
+
+    rows = [np.ones((2, 2), np.float32), None, np.full((1, 3), 3, np.float32)]
+    images = [np.zeros((2, 2, 3), np.uint8), None, np.ones((1, 1, 3), np.uint8)]
+    embs = [np.ones(3, np.float32), None, np.zeros(3, np.float32)]
+    df = daft.from_pydict({"t": rows, "e": embs, "im": images})
+    df = (df.with_column("e", col("e").cast(dt.embedding(dt.float32(), 3)))
+          .with_column("im", col("im").cast(dt.image("RGB"))))
+    table, theirs = df.to_arrow(), df.to_pydict()
+    for name in ("t", "e", "im"):
+        chunk = table[name].chunk(0)
+        with pytest.raises(NullsError, match="daft.super_extension"):
+            interop.to_framework(chunk, "torch")
+        got = interop.to_framework(chunk, "numpy", copy=True)
+        for g, w in zip(got, theirs[name]):
+            if w is None:
+                assert g.size == 0 or np.isnan(g).all()
+            else:
+                assert np.array_equal(g, w)
+
+
 def test_daft_to_arrow_iter_batches(daft):
     df, _ = daft_table(daft)
     got = [interop.to_framework(b, "torch", columns=["emb", "fim"])

@@ -161,18 +161,20 @@ def _nest(leaf: Any, items: tuple[int, ...]) -> Any:
 
 
 # ---- variable shapes: a struct of the flat data and each row's shape ---------------------
-def _rows(x: Any, storage: Any, shapes: Any, what: str) -> Parts:
+def _rows(x: Any, storage: Any, read_shapes: Callable[[Any, Any, str], Any],
+          what: str) -> Parts:
     """The ``"rows"`` parts of a struct storage whose ``data`` field holds each row's items
-    (a list) and ``shapes`` (``rows x ndim``) each row's shape: one N-D view per row."""
+    (a list) and whose shapes ``read_shapes(storage, valid, what)`` reads (``rows x ndim``,
+    zeros for a null row): one N-D view per row."""
     pa, np = _pa(), _np()
     data = storage.field("data")
     n = len(storage)
     valid = (storage.is_valid().to_numpy(zero_copy_only=False)
              & data.is_valid().to_numpy(zero_copy_only=False)) if (
         storage.null_count or data.null_count) else np.ones(n, dtype=bool)
+    shapes = read_shapes(storage, valid, what)
     offs = data.offsets.to_numpy()
     lengths = np.where(valid, np.diff(offs), 0)
-    shapes = np.where(valid[:, None], shapes, 0) if n else shapes
     sizes = shapes.prod(axis=1) if n else lengths
     if bool((sizes != lengths).any()):
         bad = int(np.argmax(sizes != lengths))
@@ -192,17 +194,29 @@ def _rows(x: Any, storage: Any, shapes: Any, what: str) -> Parts:
                  p.copied, nulls)
 
 
-def _ray_shapes(storage: Any) -> Any:
+def _list_shapes(storage: Any, valid: Any, what: str) -> Any:
+    """Each row's shape from the ``shape`` list field (Ray's, Daft's): ``rows x ndim``, the
+    rows of one rank (a null row's shape may be empty: zeros)."""
     np = _np()
     field = storage.field("shape")
-    flat = np.asarray(field.flatten().to_numpy(zero_copy_only=False), dtype=np.int64)
-    return flat.reshape(len(storage), -1) if len(storage) else flat.reshape(0, 0)
+    offs = field.offsets.to_numpy()
+    ranks = np.diff(offs)[valid]
+    if ranks.size and bool((ranks != ranks[0]).any()):
+        raise UnsupportedConversionError(f"{what}: its rows have different numbers of "
+                                         "dimensions; select rows of one rank first")
+    ndim = int(ranks[0]) if ranks.size else 0
+    flat = np.asarray(field.values.to_numpy(zero_copy_only=False), dtype=np.int64)
+    out = np.zeros((len(storage), ndim), dtype=np.int64)
+    out[valid] = flat[offs[:-1][valid][:, None] + np.arange(ndim)]
+    return out
 
 
-def _image_shapes(storage: Any) -> Any:
+def _image_shapes(storage: Any, valid: Any, what: str) -> Any:
+    """Each row's ``(height, width, channel)`` from Daft's image struct (zeros: a null row)."""
     np = _np()
-    return np.stack([storage.field(f).to_numpy(zero_copy_only=False).astype(np.int64)
-                     for f in ("height", "width", "channel")], axis=1).reshape(-1, 3)
+    out = np.stack([storage.field(f).fill_null(0).to_numpy(zero_copy_only=False)
+                    .astype(np.int64) for f in ("height", "width", "channel")], axis=1)
+    return np.where(valid[:, None], out.reshape(-1, 3), 0)
 
 
 # ---- the libraries ---------------------------------------------------------------------------
@@ -213,7 +227,7 @@ def _ray_tensor(x: Any, storage: Any) -> tuple[Any, tuple[str, ...]]:
 
 
 def _ray_variable(x: Any, storage: Any) -> tuple[Parts, tuple[str, ...]]:
-    return _rows(x, storage, _ray_shapes(storage), _describe(x)), ()
+    return _rows(x, storage, _list_shapes, _describe(x)), ()
 
 
 def _hf_array(x: Any, storage: Any) -> tuple[Any, tuple[str, ...]]:
@@ -239,15 +253,9 @@ def _daft(x: Any, storage: Any) -> tuple[Any, tuple[str, ...]]:
         mode, h, w = arg
         return _fixed(storage, (int(h), int(w), _DAFT_CHANNELS[mode]), (), what)
     if name == "Tensor":
-        np = _np()
-        field = storage.field("shape")
-        ndims = np.diff(field.offsets.to_numpy())
-        if ndims.size and bool((ndims != ndims[0]).any()):
-            raise UnsupportedConversionError(f"{what}: its rows have different numbers of "
-                                             "dimensions; select rows of one rank first")
-        return _rows(x, storage, _ray_shapes(storage), what), ()
+        return _rows(x, storage, _list_shapes, what), ()
     if name == "Image":
-        return _rows(x, storage, _image_shapes(storage), what), ()
+        return _rows(x, storage, _image_shapes, what), ()
     raise UnsupportedConversionError(
         f"{what}: Daft's {name or kind!r} columns hold no tensor interop reads (it reads "
         "Embedding, Tensor, FixedShapeTensor, Image and FixedShapeImage); convert the "
