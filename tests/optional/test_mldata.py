@@ -454,16 +454,24 @@ SEED = os.environ.get("RELIABILITY_SEED")
 DTYPES = ["float32", "float64", "float16", "int16", "uint8", "int64"]
 
 
+CHECKED = [0]
+"""How many values the search checked (printed under the slow profile: ``-s`` shows it)."""
+
+
 def _search(prop):
+    CHECKED[0] = 0
     prop = settings(max_examples=EXAMPLES, deadline=None, database=None,
                     derandomize=SEED is None,
                     suppress_health_check=[HealthCheck.too_slow])(prop)
     (seed(int(SEED))(prop) if SEED is not None else prop)()
+    if SEED is not None:
+        print(f"random search (seed {SEED}): {CHECKED[0]} values checked")
 
 
 def _check_rows(x, want_rows):
     """``x`` converted (NumPy, zero-copy unless it holds nulls) row by row against the rows
     the library itself reads (``None``: a null row, NaN under ``copy=True``)."""
+    CHECKED[0] += 1
     nulls = any(w is None for w in want_rows)
     if nulls:
         with pytest.raises(NullsError):
