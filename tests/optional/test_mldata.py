@@ -98,6 +98,17 @@ def test_ray_fixed_tensor_is_one_view(ray_tensors, fmt, name, dtype):
     assert arr.to_numpy()[1, 2, 3] == 99
 
 
+def test_ray_native_format_is_the_canonical_tensor(ray_tensors):
+    """Ray's ARROW_NATIVE format writes Arrow's own ``arrow.fixed_shape_tensor``: read as
+    every canonical tensor column (kept working beside Ray's own types)."""
+    a = np.arange(4 * 2 * 3, dtype=np.float32).reshape(4, 2, 3)
+    arr = ray_make(ray_tensors, a, "ARROW_NATIVE")
+    assert arr.type.extension_name == "arrow.fixed_shape_tensor"
+    t = interop.to_framework(arr, "torch")
+    assert t.data_ptr() == leaf_address(arr.storage.values)
+    assert np.array_equal(t.numpy(), arr.to_numpy_ndarray())
+
+
 @pytest.mark.parametrize("fmt", ["V1", "V2"])
 def test_ray_fixed_tensor_slices_honour_every_offset(ray_tensors, fmt):
     a = np.arange(6 * 2 * 3, dtype=np.float64).reshape(6, 2, 3)
