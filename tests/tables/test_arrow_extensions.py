@@ -55,10 +55,12 @@ def samples() -> dict[str, pa.Array]:
 
 
 @pytest.mark.parametrize("name", list(samples()))
-@pytest.mark.parametrize("holder", ["array", "table column", "chunked table column"])
+@pytest.mark.parametrize("holder", ["array", "chunked array", "table column",
+                                    "chunked table column"])
 def test_unknown_extension_is_refused_naming_its_name_and_storage(name, holder):
     arr = samples()[name]
-    value = {"array": arr, "table column": pa.table({"c": arr}),
+    value = {"array": arr, "chunked array": pa.chunked_array([arr]),
+             "table column": pa.table({"c": arr}),
              "chunked table column": pa.table({"c": pa.chunked_array([arr, arr])})}[holder]
     words = (arr.type.extension_name, str(arr.type.storage_type))
     for target in ("torch", "numpy"):

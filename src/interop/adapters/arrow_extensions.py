@@ -312,17 +312,33 @@ def _storage(x: Any) -> tuple[Any, tuple[str, ...]]:
             (f"{_describe(x)} is split into {x.num_chunks} chunks; joining them copies",))
 
 
+def _unknown(x: Any) -> str:
+    t = x.type
+    storage = ("its chunks' storage (chunk.storage)" if isinstance(x, _pa().ChunkedArray)
+               else "its storage (x.storage)")
+    return (f"{_describe(x)}: interop does not know the Arrow extension type "
+            f"{extension_name(t)!r} (it reads Ray Data's, Hugging Face datasets' and Daft's "
+            f"tensor types and arrow.fixed_shape_tensor); convert {storage} if its values "
+            "are what you want, or cast it to a type interop reads")
+
+
+def chunked_refusal(x: Any) -> str:
+    """Why a bare ``ChunkedArray`` of an extension type of :func:`ours` is refused (pyarrow's
+    adapter owns that type): naming its extension name and storage type, and what converts."""
+    if extension_name(x.type) not in READERS:
+        return _unknown(x)
+    return (f"{_describe(x)}: interop reads this extension type's arrays and table columns, "
+            "not a bare ChunkedArray of it yet: convert its chunk (x.chunk(0)), its chunks "
+            "joined (pyarrow.concat_arrays(x.chunks), a copy), or the table it came from")
+
+
 def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
     """``x`` taken apart by its extension name's reader: ``"tensor"`` (one N-D array),
     ``"jagged"`` (values and offsets) or ``"rows"`` (one N-D array per row)."""
     t = x.type
     read = READERS.get(extension_name(t))
     if read is None:
-        raise UnsupportedConversionError(
-            f"{_describe(x)}: interop does not know the Arrow extension type "
-            f"{extension_name(t)!r} (it reads Ray Data's, Hugging Face datasets' and Daft's "
-            "tensor types and arrow.fixed_shape_tensor); convert its storage (x.storage) if "
-            "its values are what you want, or cast it to a type interop reads")
+        raise UnsupportedConversionError(_unknown(x))
     storage, joined = _storage(x)
     made, copied = read(x, storage)
     joined += copied

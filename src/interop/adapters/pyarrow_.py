@@ -61,6 +61,8 @@ def single_chunk(x: Any) -> Any:
 def check(x: Any) -> tuple[str, str] | None:
     """Why ``x`` cannot be viewed by NumPy without copying (``None``: it can)."""
     k = _kind(x.type)
+    if k == "x" and arrow_extensions.ours(x.type):  # a ChunkedArray of an extension type
+        return UNSUPPORTED, arrow_extensions.chunked_refusal(x)
     if k == "x":
         return UNSUPPORTED, (f"{describe(x)}: type {x.type} is not fixed-width numeric; select "
                              "numeric columns or cast first")
