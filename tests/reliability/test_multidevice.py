@@ -233,6 +233,117 @@ def test_plans_per_device_send_each_value_where_device_asks(cpus):
             assert (y.unsafe_buffer_pointer() == x.unsafe_buffer_pointer()) == (k == 1)
 
 
+# ---- issue 51 item 1: a move to cpu:N refuses what a copy refuses, reading the source once ---
+
+def _agree(x: Any, device: Any, copy: bool | None, error: type | None) -> Any:
+    """explain, can_convert and the conversion agree on ``x`` moved to ``device``: refused
+    with ``error`` (``None``: converted, the result returned)."""
+    plan = interop.explain(x, "jax", device=device, copy=copy)
+    can = interop.can_convert(x, "jax", device=device, copy=copy)
+    assert plan.supported == can == (error is None), (plan, can)
+    if error is not None:
+        with pytest.raises(error):
+            interop.to_framework(x, "jax", device=device, copy=copy)
+        return None
+    return interop.to_framework(x, "jax", device=device, copy=copy)
+
+
+def _with_nulls(kind: str, floats: bool) -> Any:
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    values = [1.0, None, 3.0] if floats else [1, None, 3]
+    if kind == "pyarrow":
+        return pa.array(values, pa.float32() if floats else pa.int32())
+    if kind == "pandas":
+        return pd.Series(values, dtype="Float32" if floats else "Int32")
+    return pl.Series(values, dtype=pl.Float32 if floats else pl.Int32)
+
+
+@pytest.mark.parametrize("kind", ["pyarrow", "pandas", "polars"])
+@pytest.mark.parametrize("floats", [False, True])
+@pytest.mark.parametrize("device", ["cpu:2", "object"])
+def test_a_move_of_a_source_with_nulls_refuses_them_as_on_its_own_device(cpus, kind, floats,
+                                                                         device):
+    from interop.errors import NullsError
+
+    x = _with_nulls(kind, floats)
+    dev = cpus[2] if device == "object" else device
+    for d in ("cpu:0", dev):  # cpu:0 (no move) and cpu:2 (a move) say the same
+        _agree(x, d, None, NullsError)
+        assert interop.explain(x, "jax", device=d).error == "nulls"
+    y = _agree(x, dev, True, None if floats else NullsError)  # copy=True: floats get NaN
+    if floats:
+        assert y.devices() == {cpus[2]}
+        want = [np.nan if v is None else v for v in pa_list(x)]
+        np.testing.assert_array_equal(np.asarray(y), np.array(want, np.float32))
+
+
+def pa_list(x: Any) -> list:
+    """The values of an Arrow, pandas or polars column as the framework lists them (nulls
+    ``None``): its own ``to_pylist``/``to_list``."""
+    import pyarrow as pa
+
+    return pa.array(x).to_pylist() if type(x).__module__.startswith("pandas") else (
+        x.to_pylist() if hasattr(x, "to_pylist") else x.to_list())
+
+
+@pytest.mark.parametrize("copy", [None, True])
+def test_a_capsule_moved_to_cpu_n_is_read_once(cpus, copy):
+    import torch
+
+    t = torch.arange(6, dtype=torch.float32)
+    plan = interop.explain(t.__dlpack__(), "jax", device="cpu:2", copy=copy)
+    assert plan.supported and not plan.zero_copy
+    assert interop.can_convert(t.__dlpack__(), "jax", device="cpu:2", copy=copy)
+    y = interop.to_framework(t.__dlpack__(), "jax", device="cpu:2", copy=copy)
+    assert y.devices() == {cpus[2]} and y.unsafe_buffer_pointer() != t.data_ptr()
+    np.testing.assert_array_equal(np.asarray(y), t.numpy())
+
+
+def test_a_structure_moved_to_cpu_n_names_the_leaf_that_fails(cpus):
+    import pyarrow as pa
+
+    from interop.errors import NullsError
+
+    tree = {"a": np.arange(4, dtype=np.float32).__dlpack__(), "b": pa.array([1, None], pa.int32())}
+    plan = interop.explain(tree, "jax", device="cpu:2", structure="tree")
+    assert not plan.supported and plan.leaves["['a']"].supported
+    assert plan.leaves["['b']"].error == "nulls"
+    tree["a"] = np.arange(4, dtype=np.float32).__dlpack__()
+    with pytest.raises(NullsError, match=r"leaf \['b'\]"):
+        interop.to_framework(tree, "jax", device="cpu:2", structure="tree")
+
+
+@pytest.mark.parametrize("value", ["datetime64", "str", "datetime64 scalar", "str scalar"])
+@pytest.mark.parametrize("copy", [None, True])
+def test_a_move_of_a_dtype_jax_has_not_is_refused(cpus, value, copy):
+    from interop.errors import UnsupportedConversionError
+
+    x = {"datetime64": np.array(["2020-01-01", "2021-01-01"], "datetime64[D]"),
+         "str": np.array(["a", "b"]), "datetime64 scalar": np.datetime64("2020-01-01"),
+         "str scalar": np.str_("a")}[value]
+    for d in ("cpu:0", "cpu:2", cpus[3]):
+        _agree(x, d, copy, UnsupportedConversionError)
+    with pytest.raises(UnsupportedConversionError, match="datetime64|<U1"):
+        interop.to_framework(x, "jax", device="cpu:2", copy=copy)
+
+
+@pytest.mark.parametrize("copy", [None, True])
+def test_a_typed_key_array_moved_to_another_cpu_is_refused(cpus, copy):
+    import jax
+
+    from interop.errors import UnsupportedConversionError
+
+    k = jax.device_put(jax.random.key(0), cpus[1])
+    for d in ("cpu:2", cpus[0]):
+        _agree(k, d, copy, UnsupportedConversionError)
+    with pytest.raises(UnsupportedConversionError, match="key_data"):
+        interop.to_framework(k, "jax", device="cpu:2", copy=copy)
+    assert interop.to_framework(k, "jax", device="cpu:1") is k  # no move: kept
+
+
 def test_the_docs_examples_with_four_cpu_devices_run(cpus):
     from docs_examples import run_optional_blocks
 
