@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import interop
-from helpers import DLPackOnly
+from helpers import DLPackOnly, JaxKeyed, KeyedNode, Noisy, NoisyLeaf, register_nodes
 from interop.errors import InteropError
 
 # ---- item 2: a kept plan runs only for the same keys ----------------------------------------
@@ -184,54 +184,13 @@ def test_device_data_moved_to_the_host_lands_there():
 
 # ---- issue 51 item 2: keys of another type are another structure, for every node kind --------
 
-class KeyedNode:
-    """A node registered with optree (globally), its keys in its metadata and entries."""
-
-    def __init__(self, items: dict) -> None:
-        self.items = items
-
-
-def _register_keyed() -> None:
-    import optree
-
-    if not optree.tree_is_leaf(KeyedNode({}), none_is_leaf=True):
-        return
-    optree.register_pytree_node(
-        KeyedNode, lambda n: (list(n.items.values()), tuple(n.items), tuple(n.items)),
-        lambda keys, children: KeyedNode(dict(zip(keys, children))),
-        namespace=vars(optree.registry)["__GLOBAL_NAMESPACE"])
-
-
-class JaxKeyed:
-    """A node registered with JAX's registry with keys (its paths name them)."""
-
-    def __init__(self, items: dict) -> None:
-        self.items = items
-
-
-def _register_jax_keyed() -> None:
-    import jax
-
-    tu = jax.tree_util
-    if JaxKeyed in getattr(_register_jax_keyed, "done", ()):
-        return
-    tu.register_pytree_with_keys(
-        JaxKeyed, lambda n: ([(tu.DictKey(k), v) for k, v in n.items.items()], tuple(n.items)),
-        lambda keys, children: JaxKeyed(dict(zip(keys, children))),
-        lambda n: (list(n.items.values()), tuple(n.items)))
-    _register_jax_keyed.done = (JaxKeyed,)
-
-
 def _keyed(kind: str, items: dict) -> object:
     from collections import defaultdict
 
     if kind == "defaultdict":
         return defaultdict(list, items)
-    if kind == "optree":
-        _register_keyed()
-        return KeyedNode(items)
-    _register_jax_keyed()
-    return JaxKeyed(items)
+    register_nodes()
+    return KeyedNode(items) if kind == "optree" else JaxKeyed(items)
 
 
 def _keys_of(out: object) -> list:
@@ -262,38 +221,6 @@ def test_a_kept_generic_node_plan_names_leaves_by_the_callers_keys(first, second
 
 # ---- issue 51 item 3: planning runs no repr of a node or its leaves -----------------------------
 
-class Noisy:
-    """Counts its ``repr`` calls, each of which warns (or raises)."""
-
-    calls = 0
-
-    def __init__(self, *children: object, raises: bool = False) -> None:
-        self.children, self.raises = children, raises
-
-    def __repr__(self) -> str:
-        Noisy.calls += 1
-        if self.raises:
-            raise RuntimeError("repr ran")
-        import warnings
-
-        warnings.warn("repr ran", RuntimeWarning, stacklevel=2)
-        return "Noisy"
-
-
-class NoisyLeaf(Noisy):
-    """A :class:`Noisy` no registry knows: a leaf, kept as it is."""
-
-
-def _register_noisy() -> None:
-    import jax
-
-    if getattr(_register_noisy, "done", False):
-        return
-    jax.tree_util.register_pytree_node(Noisy, lambda b: (list(b.children), b.raises),
-                                       lambda raises, ch: Noisy(*ch, raises=raises))
-    _register_noisy.done = True
-
-
 @pytest.mark.parametrize("raises", [False, True])
 @pytest.mark.parametrize("tgt", ["torch", "numpy", "jax"])
 def test_planning_a_jax_node_runs_no_repr(raises, tgt):
@@ -301,7 +228,7 @@ def test_planning_a_jax_node_runs_no_repr(raises, tgt):
 
     import pandas as pd
 
-    _register_noisy()
+    register_nodes()
     leaf = NoisyLeaf(raises=raises)  # a leaf nobody reads, kept: its repr must not run either
     s = pd.Series(np.array([1.0, 2.0], np.float16))  # its repr overflows in a cast (a warning)
     before = Noisy.calls
