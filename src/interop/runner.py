@@ -57,6 +57,8 @@ class Runner:
     def __init__(self, adapters: dict[str, Any], routes: Routes) -> None:
         self.adapters = adapters
         self.routes = routes
+        self._accepting: dict[int, tuple[Edge, tuple[type, ...], frozenset | None]] = {}
+        """Per edge (by id: an edge's hash reads every field), what its ``accepts`` takes."""
         self.split: Callable[[Route, bool | None], Split | None] = lambda route, copy: None
         """``(route, copy)`` -> ``(several, divert)``: which values of the source's array type
         are of several buffers (a torch sparse tensor) and the plan they take instead (set
@@ -375,7 +377,7 @@ class Runner:
         copy's one judge: ``explain`` asks it of a buffer of the copy's shape and dtype."""
         edges = self.routes.route("numpy", tgt, "cpu") or ()
         for i, e in enumerate(edges):
-            verdict = e.check(arr) if e.check is not None else None
+            verdict = None if e.check is None or self._accepted(e, arr) else e.check(arr)
             if verdict is not None and verdict[0] in (UNSUPPORTED, NULLS):
                 return verdict[0], f"{e.source} -> {e.target} ({e.via}): {verdict[1]}"
             if verdict is not None and verdict[0] == NEEDS_COPY:
@@ -383,6 +385,22 @@ class Runner:
             if i + 1 < len(edges):
                 arr = e.convert(arr)
         return None
+
+    def _accepted(self, e: Edge, arr: Any) -> bool:
+        """Whether ``e``'s :class:`~interop.adapters.edge.Accepts` takes ``arr`` (its exact
+        type, dtype, flags and dimensions): then its check says ``None`` or ``STEP_COPIES``
+        (the declaration's promise), and is not asked (a buffer view costs microseconds)."""
+        accepts = e.accepts
+        if accepts is None or accepts.unset:
+            return False
+        known = self._accepting.get(id(e))
+        if known is None or known[0] is not e:
+            known = self._accepting[id(e)] = (
+                e, accepts.types(), accepts.dtypes() if accepts.dtypes is not None else None)
+        _, types, dtypes = known
+        return (type(arr) in types and (dtypes is None or arr.dtype in dtypes)
+                and arr.flags.num & accepts.flags == accepts.flags
+                and (accepts.ndim is None or arr.ndim == accepts.ndim))
 
 
 def _identity(x: Any) -> Any:
