@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..errors import InteropError, NullsError, UnsupportedConversionError
+from ..errors import InteropError, MalformedError, NullsError, UnsupportedConversionError
 from ..view import BufferView
 from .base import CompositeAdapter, Parts, instance_test
 
@@ -170,10 +170,26 @@ def _bounds(x: Any) -> tuple[Any, Any, Any]:
     if types.is_list_view(x.type) or types.is_large_list_view(x.type):
         starts = x.offsets.to_numpy()
         lengths = x.sizes.to_numpy()
+        items = len(x.values)
+        bad = valid & ((lengths < 0) | (starts < 0) | (starts + lengths > items))
+        if bad.any():
+            i = int(bad.argmax())
+            raise MalformedError(f"{describe_value(x)}: row {i} starts at {int(starts[i])} "
+                                 f"with size {int(lengths[i])}, outside its {items} items "
+                                 "(pyarrow's validate(full=True) refuses it too)")
     else:
-        offs = x.offsets.to_numpy()
+        offs = _offsets(x)
         starts, lengths = offs[:-1], np.diff(offs)
     return starts, lengths, valid
+
+
+def _offsets(x: Any) -> Any:
+    """The offsets of a list array (a view of Arrow's), checked against its items."""
+    from .ragged import check_offsets
+
+    offs = x.offsets.to_numpy()
+    check_offsets(offs, len(x.values), describe_value(x))
+    return offs
 
 
 def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
@@ -198,8 +214,8 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
     view = types.is_list_view(x.type) or types.is_large_list_view(x.type)
     if x.null_count or view:
         values, offsets, copied, nulls = _gathered(x, child, view)
-    else:  # offsets rise by Arrow's rule: the rows are one run of the child, read in O(1)
-        offsets = x.offsets.to_numpy()  # Arrow's own offsets, a view
+    else:  # offsets rise by Arrow's rule (checked): the rows are one run of the child
+        offsets = _offsets(x)  # Arrow's own offsets, a view
         lo, hi = int(offsets[0]), int(offsets[-1])
         values, item_nulls = _dense(child, lo, hi - lo)
         nulls = _nulls_why(x) if item_nulls else ""
@@ -324,6 +340,7 @@ def describe(reg: Any, p: Parts, tgt: str) -> str:
 ARROW_NESTED = CompositeAdapter(
     name="arrow-nested",
     modules=("pyarrow",),
+    subclassed=True,
     package="pyarrow",
     is_value=instance_test("pyarrow", "FixedSizeListArray", "ListArray", "LargeListArray",
                            "ListViewArray", "LargeListViewArray", "FixedShapeTensorArray"),

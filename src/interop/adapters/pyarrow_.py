@@ -87,14 +87,17 @@ def _to_numpy_converter() -> Any:
     def convert(x: Any) -> Any:
         if type(x) is chunked and x.num_chunks == 1:
             x = x.chunk(0)
-        try:
-            return x.to_numpy(zero_copy_only=True)
-        except (ValueError, TypeError, NotImplementedError) as e:  # Arrow would copy
-            verdict = check(x)
-            if verdict is not None and verdict[0] == STEP_COPIES:
-                return x.to_numpy(zero_copy_only=False)
-            raise NeedsCopy(*(verdict or (NEEDS_COPY, f"{describe(x)}: Arrow cannot give a "
-                                          f"NumPy view without copying ({e})"))) from None
+        e: Exception | None = None
+        if _kind(x.type) == "n":  # any other type goes to the check, never to its to_numpy
+            try:                  # (an extension array's own may read it another way)
+                return x.to_numpy(zero_copy_only=True)
+            except (ValueError, TypeError, NotImplementedError) as err:  # Arrow would copy
+                e = err
+        verdict = check(x)
+        if verdict is not None and verdict[0] == STEP_COPIES:
+            return x.to_numpy(zero_copy_only=False)
+        raise NeedsCopy(*(verdict or (NEEDS_COPY, f"{describe(x)}: Arrow cannot give a "
+                                      f"NumPy view without copying ({e})")))
 
     return convert
 
@@ -249,13 +252,16 @@ def _from_numpy() -> Any:
 
 def _jagged(parts: Any) -> Any:
     """An Arrow list array over converted ``values`` and ``offsets`` (int64 offsets: a
-    ``large_list``); values of a fixed_shape_tensor type keep their storage (a
-    ``fixed_size_list``)."""
+    ``large_list``); values of a fixed_shape_tensor type (items of 1+ dimensions, C order)
+    become ``fixed_size_list`` levels, one per dimension, over the same buffer."""
     pa = module("pyarrow")
     arrays = dict(parts.arrays)
     values, offsets = arrays["values"], arrays["offsets"]
-    if isinstance(values, pa.FixedShapeTensorArray):
-        values = values.storage
+    if isinstance(values, pa.FixedShapeTensorArray):  # items of 2+ dimensions: one
+        shape = values.type.shape                     # fixed_size_list level per dimension
+        values = values.storage.flatten()
+        for d in reversed(shape):
+            values = pa.FixedSizeListArray.from_arrays(values, d)
     kind = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
     return kind.from_arrays(offsets, values)
 
@@ -279,6 +285,7 @@ ADAPTER = ArrayAdapter(
     name="pyarrow",
     aliases=("arrow", "pa"),
     modules=("pyarrow",),
+    subclassed=True,
     package="pyarrow",
     chunks=lambda x: x.chunks if type(x).__name__ == "ChunkedArray" and x.num_chunks > 1 else None,
     install='pip install "interop-mempool[arrow]"',

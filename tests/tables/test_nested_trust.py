@@ -1,0 +1,205 @@
+"""Ragged and tensor columns give the same answer every time, never wrong rows, every shape
+kept (issue 46). Oracles: Arrow's ``to_pylist`` and ``validate(full=True)``, torch's
+``unbind()``, buffer addresses by the frameworks' own accessors, and answers read in a fresh
+process (``run_child``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+import interop
+from helpers import run_child
+from interop.errors import MalformedError, UnsupportedConversionError
+
+
+def rows_of(nt: torch.Tensor) -> list:
+    """A nested tensor's rows, by torch's own ``unbind``."""
+    return [r.tolist() for r in nt.unbind()]
+
+
+def arrow_rows(a: pa.Array) -> list:
+    """An Arrow result's rows, after Arrow's own full validation."""
+    a.validate(full=True)
+    return a.to_pylist()
+
+
+# ---- item 1: rows never wrong -------------------------------------------------------------
+def holes() -> list[torch.Tensor]:
+    """Jagged nested tensors with holes: built with ``lengths=`` and by ``narrow``."""
+    a = torch.nested.nested_tensor_from_jagged(torch.arange(10.0), torch.tensor([0, 3, 6, 10]),
+                                               lengths=torch.tensor([2, 2, 3]))
+    b = torch.nested.narrow(torch.arange(12.0).reshape(3, 4), 1, torch.tensor([0, 1, 2]),
+                            torch.tensor([2, 2, 1]), layout=torch.jagged)
+    return [a, b]
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_jagged_tensor_with_holes_keeps_its_rows(which):
+    nt = holes()[which]
+    want = rows_of(nt)
+    assert arrow_rows(interop.to_framework(nt, "pyarrow")) == want
+    values, offsets = interop.to_framework(nt, "numpy")
+    assert [values[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == want
+    back = interop.to_framework(nt, "torch", copy=True)
+    assert rows_of(back) == want
+    plan = interop.explain(nt, "pyarrow")
+    assert plan.supported and not plan.zero_copy and "holes" in " ".join(plan.reasons)
+    with pytest.raises(interop.errors.ZeroCopyError, match="holes"):
+        interop.to_framework(nt, "numpy", copy=False)
+
+
+def ragged_elsewhere() -> list[torch.Tensor]:
+    """Nested tensors ragged in a dimension other than the first of each component."""
+    a = torch.nested.nested_tensor([torch.zeros(2, 3), torch.ones(2, 4)], layout=torch.jagged)
+    b = torch.nested.nested_tensor([torch.zeros(2, 3), torch.ones(4, 3)],
+                                   layout=torch.jagged).transpose(1, 2)
+    return [a, b]
+
+
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("target", ["pyarrow", "numpy", "jax"])
+def test_a_tensor_ragged_in_another_dimension_is_refused_by_all_three_calls(which, target):
+    nt = ragged_elsewhere()[which]
+    assert nt._ragged_idx != 1
+    assert not interop.can_convert(nt, target)
+    assert "ragged in dimension" in interop.explain(nt, target).reasons[0]
+    with pytest.raises(UnsupportedConversionError, match=r"transpose\(1, "):
+        interop.to_framework(nt, target)
+
+
+def test_the_advised_transpose_converts_with_the_right_rows():
+    nt = ragged_elsewhere()[1].transpose(1, 2)
+    assert nt._ragged_idx == 1
+    assert arrow_rows(interop.to_framework(nt, "pyarrow")) == rows_of(nt)
+
+
+def test_items_of_two_dimensions_keep_their_shape_both_ways():
+    nt = torch.nested.nested_tensor([torch.arange(24.0).reshape(2, 3, 4),
+                                     torch.ones(1, 3, 4)], layout=torch.jagged)
+    a = interop.to_framework(nt, "pyarrow")
+    assert a.type.value_type == pa.list_(pa.list_(pa.float32(), 4), 3)
+    assert arrow_rows(a) == rows_of(nt)
+    lists = pa.array([[[[1.0, 2], [3, 4]]], []], pa.list_(pa.list_(pa.list_(pa.float64(), 2), 2)))
+    copied = interop.to_framework(lists, "pyarrow", copy=True)
+    assert copied.type == lists.type and arrow_rows(copied) == lists.to_pylist()
+    assert interop.to_framework(copied, "torch").dim() == 4
+
+
+@pytest.mark.parametrize("offsets", [[0, 3, 9], [0, 3, 1, 5], [-1, 2], [2, 1]])
+@pytest.mark.parametrize("target", ["pyarrow", "torch", "numpy"])
+def test_jagged_offsets_are_checked_by_all_three_calls(offsets, target):
+    j = interop.Jagged(np.arange(5.0), np.array(offsets))
+    assert not interop.can_convert(j, target)
+    assert interop.explain(j, target).error == "malformed"
+    with pytest.raises(MalformedError, match="offsets"):
+        interop.to_framework(j, target)
+
+
+@pytest.mark.parametrize("target", ["torch", "numpy", "pyarrow"])
+def test_an_arrow_list_with_decreasing_offsets_is_refused(target):
+    bad = pa.Array.from_buffers(pa.list_(pa.float64()), 2,
+                                [None, pa.array(np.array([0, 3, 1], np.int32)).buffers()[1]],
+                                children=[pa.array(np.arange(5.0))])
+    with pytest.raises(pa.ArrowInvalid):
+        bad.validate(full=True)  # Arrow's own verdict
+    assert not interop.can_convert(bad, target, copy=True)
+    with pytest.raises(MalformedError, match="decrease"):
+        interop.to_framework(bad, target, copy=True)
+
+
+def test_a_list_view_row_outside_its_items_is_refused():
+    bad = pa.ListViewArray.from_arrays(pa.array([0, 4], pa.int32()),
+                                       pa.array([2, 3], pa.int32()), pa.array([1.0, 2, 3, 4]))
+    with pytest.raises(pa.ArrowInvalid):
+        bad.validate(full=True)
+    with pytest.raises(MalformedError, match="outside"):
+        interop.to_framework(bad, "numpy")
+
+
+# ---- item 2: no answer depends on what the process converted before ----------------------
+class _Opaque(pa.ExtensionType):
+    """An extension type defined here (as Ray's, HF's and Daft's are outside pyarrow)."""
+
+    def __init__(self, storage: pa.DataType | None = None) -> None:
+        super().__init__(storage or pa.list_(pa.float32(), 4), "test.opaque")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type, serialized):
+        return cls(storage_type)
+
+
+class _OpaqueArray(pa.ExtensionArray):
+    """An ExtensionArray subclass defined outside pyarrow whose own ``to_numpy`` reads the
+    storage (as HF ``datasets``' does)."""
+
+    def to_numpy(self, **kw):
+        return np.stack(self.storage.to_numpy(zero_copy_only=False))
+
+
+class _OpaqueWithArray(_Opaque):
+    def __arrow_ext_class__(self):
+        return _OpaqueArray
+
+
+def opaque(cls: type = _Opaque) -> pa.Array:
+    return pa.ExtensionArray.from_storage(
+        cls(), pa.array([[1, 2, 3, 4], [5, 6, 7, 8]], pa.list_(pa.float32(), 4)))
+
+
+def tensor_table() -> pa.Table:
+    return pa.table({"t": pa.FixedShapeTensorArray.from_numpy_ndarray(
+        np.arange(8.0).reshape(2, 2, 2))})
+
+
+BOOL8 = "pa.table({'b': pa.array([1, 0], pa.int8()).cast(pa.bool8())})"
+
+
+def test_a_tensor_table_converts_after_a_table_of_another_extension_type():
+    interop.can_convert(pa.table({"b": pa.array([1, 0], pa.int8()).cast(pa.bool8())}), "numpy")
+    interop.can_convert(pa.table({"o": opaque()}), "numpy")
+    out = interop.to_framework(tensor_table(), "numpy")["t"]
+    assert out.shape == (2, 2, 2)
+
+
+def test_another_extension_column_is_not_read_as_a_tensor_after_a_tensor_table():
+    interop.to_framework(tensor_table(), "numpy")
+    with pytest.raises(UnsupportedConversionError, match="column 'o' has type"):
+        interop.to_framework(pa.table({"o": opaque()}), "numpy")
+
+
+def test_answers_after_other_extension_types_equal_a_fresh_process():
+    code = ("import numpy as np, pyarrow as pa, interop\n"
+            "if FIRST: interop.can_convert(" + BOOL8 + ", 'numpy')\n"
+            "t = pa.table({'t': pa.FixedShapeTensorArray.from_numpy_ndarray("
+            "np.arange(8.0).reshape(2, 2, 2))})\n"
+            "print(interop.can_convert(t, 'numpy'), interop.explain(t, 'numpy').zero_copy)\n")
+    fresh = run_child(code.replace("FIRST", "False")).stdout.split()
+    after = run_child(code.replace("FIRST", "True")).stdout.split()
+    assert fresh == after == ["True", "True"]
+
+
+def test_a_kept_plan_never_reads_an_extension_array_its_check_refuses():
+    for _ in range(3):  # the pair's plan kept and promoted to its fast form
+        interop.to_framework(pa.chunked_array([pa.array([1.0, 2.0])]), "numpy")
+    chunked = pa.chunked_array([opaque(_OpaqueWithArray)])
+    for _ in range(3):
+        assert not interop.can_convert(chunked, "numpy")
+        with pytest.raises(UnsupportedConversionError, match="test.opaque"):
+            interop.to_framework(chunked, "numpy")
+
+
+# ---- item 3: ExtensionArray subclasses defined outside pyarrow ---------------------------
+@pytest.mark.parametrize("target", ["numpy", "torch"])
+def test_an_extension_array_subclass_from_outside_pyarrow_is_refused_not_recursed(target):
+    x = opaque(_OpaqueWithArray)
+    assert type(x) is _OpaqueArray
+    assert not interop.can_convert(x, target)
+    assert "test.opaque" in interop.explain(x, target).reasons[0]
+    with pytest.raises(UnsupportedConversionError, match="test.opaque"):
+        interop.to_framework(x, target)
