@@ -203,3 +203,99 @@ def test_an_extension_array_subclass_from_outside_pyarrow_is_refused_not_recurse
     assert "test.opaque" in interop.explain(x, target).reasons[0]
     with pytest.raises(UnsupportedConversionError, match="test.opaque"):
         interop.to_framework(x, target)
+
+
+# ---- item 4: the ChunkedArray users hold ---------------------------------------------------
+def emb() -> pa.Table:
+    return pa.table({"emb": pa.FixedShapeTensorArray.from_numpy_ndarray(
+        np.arange(24.0).reshape(4, 3, 2)), "vec": pa.array([[1.0, 2]] * 4, pa.list_(
+            pa.float64(), 2)), "tok": pa.array([[1.0], [2.0, 3.0], [], [4.0]])})
+
+
+@pytest.mark.parametrize("column", ["emb", "vec", "tok"])
+@pytest.mark.parametrize("target", ["numpy", "torch"])
+def test_a_one_chunk_column_converts_zero_copy_as_its_chunk_does(column, target):
+    for _ in range(3):  # a numeric ChunkedArray's kept plan never takes it
+        interop.to_framework(pa.chunked_array([pa.array([1.0])]), target)
+    col = emb()[column]
+    assert isinstance(col, pa.ChunkedArray) and col.num_chunks == 1
+    plan = interop.explain(col, target)
+    assert plan.supported and plan.zero_copy, plan
+    got = interop.to_framework(col, target)
+    want = interop.to_framework(col.chunk(0), target)
+    if column == "tok" and target == "torch":
+        assert rows_of(got) == rows_of(want) == col.to_pylist()
+    elif column == "tok":
+        assert got.values.ctypes.data == want.values.ctypes.data
+    else:
+        assert np.asarray(got).tolist() == np.asarray(want).tolist()
+        leaf = col.chunk(0).storage if column == "emb" else col.chunk(0)
+        base = leaf.values.buffers()[1].address
+        assert (got.ctypes.data if target == "numpy" else got.data_ptr()) == base
+
+
+def test_several_chunks_are_joined_by_one_explained_copy():
+    t = pa.concat_tables([emb(), emb()])
+    col = t["emb"]
+    assert col.num_chunks == 2
+    plan = interop.explain(col, "numpy")
+    assert plan.supported and not plan.zero_copy
+    assert "(8, 3, 2)" in " ".join(plan.reasons) and "2 chunks" in " ".join(plan.reasons)
+    assert interop.to_framework(col, "numpy").tolist() == np.asarray(
+        col.combine_chunks().to_numpy_ndarray()).tolist()
+    with pytest.raises(interop.errors.ZeroCopyError, match="2 chunks"):
+        interop.to_framework(col, "numpy", copy=False)
+    tok = interop.to_framework(t["tok"], "pyarrow", copy=True)
+    assert arrow_rows(tok) == t["tok"].to_pylist()
+
+
+def test_ragged_goes_with_the_list_columns_of_a_table():
+    out = interop.to_framework(emb(), "numpy", ragged="list", columns=["tok"])
+    assert [r.tolist() for r in out["tok"]] == emb()["tok"].to_pylist()
+    pad = interop.to_framework(emb(), "numpy", ragged="pad", fill_value=-1, columns=["tok"])
+    assert pad["tok"].tolist() == [[1.0, -1], [2, 3], [-1, -1], [4, -1]]
+
+
+# ---- item 5: one null rule -------------------------------------------------------------------
+def with_null_row() -> pa.Array:
+    return pa.array([[1.0, 2], None], pa.list_(pa.float64(), 2))
+
+
+@pytest.mark.parametrize("wrap", ["alone", "table", "chunked", "table-chunked"])
+def test_a_null_row_follows_one_rule_alone_in_a_table_chunked_or_not(wrap):
+    col = with_null_row()
+    x = {"alone": col, "chunked": pa.chunked_array([col[:1], col[1:]]),
+         "table": pa.table({"f": col}),
+         "table-chunked": pa.table({"f": pa.chunked_array([col[:1], col[1:]])})}[wrap]
+    assert interop.explain(x, "numpy").error == "nulls"
+    assert not interop.can_convert(x, "numpy")
+    with pytest.raises(interop.errors.NullsError):
+        interop.to_framework(x, "numpy")
+    assert interop.can_convert(x, "numpy", copy=True)
+    out = interop.to_framework(x, "numpy", copy=True)
+    out = out["f"] if isinstance(out, dict) else out
+    assert out[0].tolist() == [1.0, 2.0] and np.isnan(out[1]).all()
+
+
+def test_a_masked_list_column_gives_the_rows_validity():
+    values, mask = interop.to_framework(pa.table({"f": with_null_row()}), "numpy",
+                                        nulls="mask")["f"]
+    assert mask.tolist() == [True, False] and values[0].tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("items", [[1.0, None, 2.0, 3.0], [1, None, 2, 3]])
+def test_a_list_view_whose_rows_skip_a_null_item_holds_no_null(items):
+    lv = pa.ListViewArray.from_arrays(pa.array([0, 2], pa.int32()), pa.array([1, 2], pa.int32()),
+                                      pa.array(items))
+    assert lv.to_pylist() == [[1], [2, 3]]
+    values, offsets = interop.to_framework(lv, "numpy")
+    assert [values[a:b].tolist() for a, b in zip(offsets, offsets[1:])] == lv.to_pylist()
+    assert interop.can_convert(lv, "numpy")
+
+
+def test_nulls_in_a_later_chunk_of_a_list_column_are_seen_by_explain():
+    col = pa.chunked_array([pa.array([[1.0]]), pa.array([None, [2.0]], pa.list_(pa.float64()))])
+    t = pa.table({"l": col})
+    assert not interop.can_convert(t, "torch")
+    with pytest.raises(interop.errors.NullsError):
+        interop.to_framework(t, "torch")

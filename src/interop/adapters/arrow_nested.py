@@ -24,12 +24,15 @@ import sys
 from typing import Any
 
 from ..errors import InteropError, MalformedError, NullsError, UnsupportedConversionError
+from ..memo import arrow_type_key, extension_name, memo_by
 from ..view import BufferView
 from .base import CompositeAdapter, Parts, instance_test
 
 RAGGED = (None, "offsets", "list", "pad")
 """The values of ``ragged=``."""
 OPTIONS = ("ragged", "fill_value")
+TENSOR = "arrow.fixed_shape_tensor"
+"""The extension name of Arrow's canonical tensor type."""
 
 
 def _pa() -> Any:
@@ -44,6 +47,18 @@ def _np() -> Any:
 
 def describe_value(x: Any) -> str:
     return f"pyarrow {type(x).__name__}<{x.type}> of length {len(x)}"
+
+
+def _nested_type_of(t: Any) -> bool:
+    types = _pa().types
+    return (types.is_fixed_size_list(t) or types.is_list(t) or types.is_large_list(t)
+            or types.is_list_view(t) or types.is_large_list_view(t)
+            or extension_name(t) == TENSOR)
+
+
+nested_type = memo_by(arrow_type_key, _nested_type_of)
+"""Whether an Arrow type is a list or tensor type (the values of this kind), read from the
+type alone: the one test, for arrays, chunked arrays and table columns."""
 
 
 def numeric_items(t: Any) -> bool:
@@ -245,12 +260,19 @@ def _gathered(x: Any, child: Any, view: bool) -> tuple[Any, Any, list[str], str]
     ends = starts + lengths
     lo = int(starts.min()) if n else 0
     hi = int(ends.max()) if n else 0
-    items, item_nulls = _dense(child, lo, max(hi - lo, 0))
-    if item_nulls:
-        nulls = nulls or _nulls_why(x)
     offsets = np.empty(n + 1, dtype=np.int64 if starts.dtype.itemsize == 8 else np.int32)
     offsets[0] = 0
     np.cumsum(lengths, out=offsets[1:])
+    try:
+        items, item_nulls = _dense(child, lo, max(hi - lo, 0))
+    except NullsError:  # integers, nulls among the items in reach
+        item_nulls = True
+    if item_nulls:  # only the nulls the rows hold count: their items taken one by one
+        index = np.arange(int(offsets[-1])) - np.repeat(offsets[:-1] - starts, lengths)
+        values, held = _dense(child.take(_pa().array(index)), 0, len(index))
+        copied.append(f"{describe_value(x)}: null items lie among its rows' items; the "
+                      "rows' own items are taken one by one (a copy of the values)")
+        return values, offsets, copied, nulls or (_nulls_why(x) if held else "")
     if n == 0 or bool((starts[1:] == ends[:-1]).all()):
         values = items[int(starts[0]) - lo:int(starts[0]) - lo + int(offsets[-1])] if n \
             else items
@@ -286,15 +308,37 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
         raise InteropError(f"fill_value={fill_value!r} is used only with ragged='pad'")
     if types.is_fixed_size_list(x.type):
         return _fixed(x)
-    if isinstance(x, _pa().FixedShapeTensorArray):
+    if extension_name(x.type) == TENSOR:
         return _tensor(x)
     return _ragged(x, ragged, fill_value)
+
+
+def chunked_parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
+    """A ``ChunkedArray`` of a list or tensor type taken apart: its one chunk's parts (no
+    copy), or, of several chunks (or none), the parts of the chunks joined (a copy: said)."""
+    if x.num_chunks == 1:
+        return parts(x.chunk(0), ragged, fill_value)
+    whole = x.combine_chunks() if x.num_chunks else _empty(x.type)
+    p = parts(whole, ragged, fill_value)
+    if x.num_chunks < 2:
+        return p
+    why = f"{describe_value(x)} is split into {x.num_chunks} chunks; joining them copies"
+    return Parts(p.layout, p.arrays, p.meta, (why, *p.copied), p.nulls)
+
+
+def _empty(t: Any) -> Any:
+    pa = _pa()
+    if extension_name(t) is not None:
+        return pa.ExtensionArray.from_storage(t, pa.array([], type=t.storage_type))
+    return pa.array([], type=t)
 
 
 def buffers(x: Any) -> list[BufferView]:
     """Every buffer of ``x``'s tree (validity, offsets, sizes, the leaf values), whole, as byte
     views: what :func:`interop.shares_memory` reads (a slice shares its parent's buffers; an
-    empty array holds none of their bytes)."""
+    empty array holds none of their bytes); of a ``ChunkedArray``, every chunk's."""
+    if type(x).__name__ == "ChunkedArray":
+        return [v for c in x.chunks for v in buffers(c)]
     return [BufferView(b.address, (b.size,), (1,), 1, "|u1",
                        ("cpu", 0) if b.is_cpu else ("cuda", 0), True, x)
             for b in x.buffers() if b is not None and b.size] if len(x) else []
@@ -353,3 +397,29 @@ ARROW_NESTED = CompositeAdapter(
 )
 """Arrow's ``fixed_size_list``, ``fixed_shape_tensor``, ``list``, ``large_list`` and
 ``list_view`` arrays (detected before the pyarrow arrays of one buffer)."""
+
+
+_chunked = instance_test("pyarrow", "ChunkedArray")
+
+
+def _is_chunked_nested(x: Any) -> bool:
+    return _chunked(x) and nested_type(x.type)
+
+
+ARROW_NESTED_CHUNKS = CompositeAdapter(
+    name="arrow-nested-chunks",
+    modules=("pyarrow",),
+    package="pyarrow",
+    is_value=_is_chunked_nested,
+    parts=chunked_parts,
+    buffers=buffers,
+    rebuild=rebuild,
+    describe=describe,
+    options=OPTIONS,
+    home="pyarrow",
+    within=True,
+    per_value_owner=True,  # the plans kept for ChunkedArray are those of its numbers
+)
+"""A ``ChunkedArray`` of a list or tensor type (what ``table.column(name)`` and
+``table["emb"]`` return): a value of pyarrow's own ``ChunkedArray`` type, which pyarrow's
+adapter owns, told apart by its type (:attr:`~interop.adapters.base.CompositeAdapter.within`)."""

@@ -290,9 +290,9 @@ class CompositeAdapter:
     """``(value, layout)`` -> the value in another layout by its framework's own call (the
     ``format=`` option; ``"dense"``: a dense array); ``None``: it has one layout."""
     within: bool = False
-    """Its values are values of :attr:`of`'s own type (a torch sparse tensor is a
-    ``torch.Tensor``): that framework's adapter owns the type, and :attr:`is_value` tells
-    each value apart."""
+    """Its values are values of :attr:`of`'s (else :attr:`home`'s) own type (a torch sparse
+    tensor is a ``torch.Tensor``, a chunked list column a pyarrow ``ChunkedArray``): that
+    framework's adapter owns the type, and :attr:`is_value` tells each value apart."""
 
     def missing(self) -> str | None:
         return missing(self.name, self.package, self.install)

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
 from . import sparse_parts as sparse
-from .arrow_nested import ARROW_NESTED
+from .arrow_nested import ARROW_NESTED, ARROW_NESTED_CHUNKS
 from .base import (
     ALIGNED,
     ARROW_TYPE_ID,
@@ -361,6 +361,6 @@ SPARSE = sparse.kind(
     reformat=_sparse_reformat,
 )
 
-ADAPTERS = (ARROW_NESTED, ADAPTER, SPARSE)
+ADAPTERS = (ARROW_NESTED, ADAPTER, SPARSE, ARROW_NESTED_CHUNKS)
 """Arrow's list and tensor arrays (:mod:`interop.adapters.arrow_nested`), then its arrays of one
 buffer, then its sparse tensors."""
