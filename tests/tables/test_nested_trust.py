@@ -294,7 +294,8 @@ def test_a_list_view_whose_rows_skip_a_null_item_holds_no_null(items):
 
 
 def test_nulls_in_a_later_chunk_of_a_list_column_are_seen_by_explain():
-    col = pa.chunked_array([pa.array([[1.0]]), pa.array([None, [2.0]], pa.list_(pa.float64()))])
+    fsl = pa.list_(pa.int64(), 2)  # a null item (not a null row) in the second chunk
+    col = pa.chunked_array([pa.array([[1, 2]], fsl), pa.array([[3, None]], fsl)])
     t = pa.table({"l": col})
     assert not interop.can_convert(t, "torch")
     with pytest.raises(interop.errors.NullsError):
