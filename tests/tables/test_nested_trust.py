@@ -300,3 +300,42 @@ def test_nulls_in_a_later_chunk_of_a_list_column_are_seen_by_explain():
     assert not interop.can_convert(t, "torch")
     with pytest.raises(interop.errors.NullsError):
         interop.to_framework(t, "torch")
+
+
+# ---- item 6: plans that say what happens ---------------------------------------------------
+def test_per_row_views_of_a_slice_are_zero_copy():
+    a = pa.array([[1.0], [2.0, 3], [4.0]]).slice(1)
+    plan = interop.explain(a, "numpy", ragged="list")
+    assert plan.supported and plan.zero_copy, plan
+    rows = interop.to_framework(a, "numpy", ragged="list", copy=False)
+    assert [r.tolist() for r in rows] == a.to_pylist()
+    base = a.values.buffers()[1].address
+    assert rows[0].ctypes.data == base + 8 * a.offsets[0].as_py()
+
+
+def test_a_gathered_list_view_names_the_offsets_copy_too():
+    lv = pa.ListViewArray.from_arrays(pa.array([2, 0], pa.int32()), pa.array([1, 2], pa.int32()),
+                                      pa.array([1.0, 2, 3]))
+    why = " ".join(interop.explain(lv, "numpy").reasons)
+    assert "copies the values" in why and "a copy of the offsets" in why
+
+
+# ---- item 7: the reverse direction ----------------------------------------------------------
+def test_a_swapped_first_major_array_keeps_its_buffer_with_arrows_permutation():
+    x = np.arange(24.0).reshape(2, 3, 4).transpose(0, 2, 1)
+    plan = interop.explain(x, "pyarrow")
+    assert plan.zero_copy, plan
+    t = interop.to_framework(x, "pyarrow")
+    t.validate(full=True)
+    assert t.type.permutation == [1, 0]
+    assert t.storage.values.buffers()[1].address == x.ctypes.data
+    assert np.array_equal(t.to_numpy_ndarray(), x)  # Arrow's own reading
+
+
+@pytest.mark.parametrize("fill", [1000, 7.5, -1, "x"])
+def test_a_pad_fill_value_the_dtype_cannot_hold_is_refused_by_all_three_calls(fill):
+    j = pa.array([[1], [2, 3]], pa.list_(pa.uint8()))
+    assert not interop.can_convert(j, "numpy", ragged="pad", fill_value=fill)
+    assert "fill_value" in interop.explain(j, "numpy", ragged="pad", fill_value=fill).reasons[0]
+    with pytest.raises(UnsupportedConversionError, match="fill_value"):
+        interop.to_framework(j, "numpy", ragged="pad", fill_value=fill)

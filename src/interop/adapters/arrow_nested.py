@@ -228,17 +228,19 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
             "fixed_size_list or tensor column on the device converts")
     view = types.is_list_view(x.type) or types.is_large_list_view(x.type)
     if x.null_count or view:
-        values, offsets, copied, nulls = _gathered(x, child, view)
+        values, offsets, copied, rebased, nulls = _gathered(x, child, view)
     else:  # offsets rise by Arrow's rule (checked): the rows are one run of the child
         offsets = _offsets(x)  # Arrow's own offsets, a view
         lo, hi = int(offsets[0]), int(offsets[-1])
         values, item_nulls = _dense(child, lo, hi - lo)
         nulls = _nulls_why(x) if item_nulls else ""
-        copied = []
+        copied, rebased = [], []
         if lo:
             offsets = offsets - lo
-            copied.append(f"{describe_value(x)} is a slice: its {n + 1} offsets are rebased "
-                          "to start at 0 (a copy of the offsets; the values are not copied)")
+            rebased.append(f"{describe_value(x)} is a slice: its {n + 1} offsets are rebased "
+                           "to start at 0 (a copy of the offsets; the values are not copied)")
+    if ragged != "list":  # per-row views read the offsets on the host, hand none over
+        copied += rebased
     meta: tuple[tuple[str, Any], ...] = (("type", str(x.type)), ("ragged", ragged),
                                          ("offsets", offsets))
     if ragged == "pad":
@@ -247,14 +249,18 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
                  nulls)
 
 
-def _gathered(x: Any, child: Any, view: bool) -> tuple[Any, Any, list[str], str]:
-    """``(values, offsets, copied, nulls)`` of a list with null rows or a list view: the rows
-    read from their starts and lengths (a null row empty), the values a view where the rows
-    follow one another, else gathered (a copy)."""
+def _gathered(x: Any, child: Any, view: bool) -> tuple[Any, Any, list[str], list[str], str]:
+    """``(values, offsets, copied, rebased, nulls)`` of a list with null rows or a list view:
+    the rows read from their starts and lengths (a null row empty), the values a view where
+    the rows follow one another, else gathered (a copy: ``copied``); the offsets made anew
+    (``rebased``: a copy of the offsets only)."""
     np = _np()
     n = len(x)
     starts, lengths, valid = _bounds(x)
     copied: list[str] = []
+    rebased = [f"{describe_value(x)}: "
+               + ("a list view's offsets and sizes become" if view else "its rows without "
+                  "the null rows' items make") + f" {n + 1} offsets (a copy of the offsets)"]
     nulls = _nulls_why(x) if x.null_count else ""
     lengths = np.where(valid, lengths, 0)  # a null row: an empty row (nulls: copy=True only)
     ends = starts + lengths
@@ -272,24 +278,30 @@ def _gathered(x: Any, child: Any, view: bool) -> tuple[Any, Any, list[str], str]
         values, held = _dense(child.take(_pa().array(index)), 0, len(index))
         copied.append(f"{describe_value(x)}: null items lie among its rows' items; the "
                       "rows' own items are taken one by one (a copy of the values)")
-        return values, offsets, copied, nulls or (_nulls_why(x) if held else "")
+        return values, offsets, copied, rebased, nulls or (_nulls_why(x) if held else "")
     if n == 0 or bool((starts[1:] == ends[:-1]).all()):
         values = items[int(starts[0]) - lo:int(starts[0]) - lo + int(offsets[-1])] if n \
             else items
-        if view:
-            copied.append(f"{describe_value(x)}: a list view's offsets and sizes become "
-                          f"{n + 1} offsets (a copy of the offsets; the values are not copied)")
     else:
         index = np.arange(int(offsets[-1])) - np.repeat(offsets[:-1] - (starts - lo), lengths)
         values = items[index]
         copied.append(f"{describe_value(x)}: its rows are not stored one after another (or "
                       "null rows hold items); gathering them copies the values")
-    return values, offsets, copied, nulls
+    return values, offsets, copied, rebased, nulls
 
 
 def _padded(x: Any, values: Any, offsets: Any, fill: Any,
             meta: tuple[tuple[str, Any], ...], copied: list[str], nulls: str) -> Parts:
     np = _np()
+    try:
+        fits = np.can_cast(np.min_scalar_type(fill), values.dtype)
+    except (TypeError, ValueError):  # not a number
+        fits = False
+    if not fits:
+        raise UnsupportedConversionError(
+            f"{describe_value(x)}: ragged='pad' with fill_value={fill!r}, which its items' "
+            f"dtype {values.dtype} cannot hold as it is (it would overflow or be truncated); "
+            f"pass a fill_value that {values.dtype} holds, or cast the column first")
     lengths = np.diff(offsets)
     n = len(lengths)
     width = int(lengths.max()) if n else 0

@@ -222,13 +222,28 @@ def _np_check_any(a: Any) -> tuple[str, str] | None:
     if 0 in a.shape[1:]:
         return UNSUPPORTED, (f"an array of shape {a.shape} has rows of no elements, which an "
                              "Arrow fixed_shape_tensor cannot hold")
-    if not a.flags.c_contiguous:
-        return STEP_COPIES, (f"strides {a.strides} are not C-contiguous: "
-                             "FixedShapeTensorArray.from_numpy_ndarray takes a C-contiguous "
-                             "copy")
+    if not a.flags.c_contiguous and not _permuted(a):
+        return STEP_COPIES, (f"strides {a.strides} are neither C-contiguous nor a permutation "
+                             "of C-contiguous rows (Arrow's fixed_shape_tensor permutation): "
+                             "the rows are copied into C order")
     if not a.flags.aligned:
         return NEEDS_COPY, "the array is not aligned to its itemsize, and Arrow buffers are"
     return None
+
+
+def _permuted(a: Any) -> bool:
+    """Whether N-D ``a`` is C-contiguous rows (axis 0 outermost) whose other dimensions are
+    a permutation of a C-contiguous layout that is its own inverse (two dimensions swapped,
+    ``[0, 2, 1]``): an ``arrow.fixed_shape_tensor`` with that ``permutation`` holds the
+    buffer as it is (``from_numpy_ndarray``). Other permutations are copied into C order:
+    pyarrow's ``from_numpy_ndarray`` writes them inverted from how its
+    ``to_numpy_ndarray`` (and interop) read them, so their meaning is not agreed."""
+    if a.ndim < 3 or min(a.shape) == 0:
+        return False
+    order = sorted(range(1, a.ndim), key=lambda d: -a.strides[d])
+    perm = [d - 1 for d in order]
+    return (all(perm[p] == i for i, p in enumerate(perm))
+            and bool(a.transpose(0, *order).flags.c_contiguous))
 
 
 def _from_numpy() -> Any:
@@ -240,7 +255,10 @@ def _from_numpy() -> Any:
     def convert(a: Any) -> Any:
         if a.ndim < 2:
             return array(a)
-        a = a if a.flags.c_contiguous else np.ascontiguousarray(a)
+        if not a.flags.c_contiguous:
+            if _permuted(a):  # the same buffer, the order of its dimensions as permutation
+                return pa.FixedShapeTensorArray.from_numpy_ndarray(a)
+            a = np.ascontiguousarray(a)
         flat = array(a.reshape(-1))
         rows = pa.FixedSizeListArray.from_arrays(flat, a[0].size if len(a) else
                                                  int(np.prod(a.shape[1:])))
