@@ -339,3 +339,15 @@ def test_a_pad_fill_value_the_dtype_cannot_hold_is_refused_by_all_three_calls(fi
     assert "fill_value" in interop.explain(j, "numpy", ragged="pad", fill_value=fill).reasons[0]
     with pytest.raises(UnsupportedConversionError, match="fill_value"):
         interop.to_framework(j, "numpy", ragged="pad", fill_value=fill)
+
+
+# ---- item 8: strided-layout nested tensors ----------------------------------------------------
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_the_advice_for_a_strided_nested_tensor_works(dtype):
+    st = torch.nested.nested_tensor([torch.ones(2, 3, dtype=dtype), torch.ones(4, 3, dtype=dtype)])
+    with pytest.raises(UnsupportedConversionError, match="layout=torch.jagged") as e:
+        interop.to_framework(st, "numpy")
+    assert "call .to_dense() first" not in str(e.value)
+    advised = torch.nested.nested_tensor(list(st.unbind()), layout=torch.jagged)  # as it says
+    assert arrow_rows(interop.to_framework(advised, "pyarrow")) == rows_of(st)

@@ -77,7 +77,12 @@ def _export(t: Any) -> Any:
 
 def _layout_obstacle(t: Any) -> str | None:
     """Why ``t`` has no single strided buffer (sparse, MKL-DNN, nested), or ``None``."""
-    if t.layout != module("torch").strided or t.is_nested:
+    if t.is_nested:  # strided layout (a jagged one is a composite of its own)
+        return ("a torch nested tensor of the strided layout has no single dense buffer to "
+                "hand over (and .to_dense() does not make one): rebuild it in the jagged "
+                "layout, torch.nested.nested_tensor(list(t.unbind()), layout=torch.jagged) "
+                "(a copy), which converts as values and offsets, or convert t.unbind()'s rows")
+    if t.layout != module("torch").strided:
         return (f"a torch tensor with layout {t.layout} has no single dense buffer to hand "
                 "over: call .to_dense() first")
     return None
