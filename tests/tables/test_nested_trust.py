@@ -351,3 +351,17 @@ def test_the_advice_for_a_strided_nested_tensor_works(dtype):
     assert "call .to_dense() first" not in str(e.value)
     advised = torch.nested.nested_tensor(list(st.unbind()), layout=torch.jagged)  # as it says
     assert arrow_rows(interop.to_framework(advised, "pyarrow")) == rows_of(st)
+
+
+@pytest.mark.parametrize("perm", [None, [1, 0]])
+def test_a_copy_to_pyarrow_keeps_the_kind_and_dim_names(perm):
+    storage = pa.FixedShapeTensorArray.from_numpy_ndarray(np.arange(12.0).reshape(2, 2, 3))
+    t = pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(
+        pa.float64(), [2, 3], dim_names=["h", "w"], permutation=perm), storage.storage)
+    out = interop.to_framework(t, "pyarrow", copy=True)
+    out.validate(full=True)
+    logical = ["w", "h"] if perm else ["h", "w"]  # names are of the physical dimensions
+    assert out.type.dim_names == [logical[q] for q in (out.type.permutation or [0, 1])]
+    assert np.array_equal(out.to_numpy_ndarray(), t.to_numpy_ndarray())
+    levels = pa.array([[[1.0, 2], [3, 4]]], pa.list_(pa.list_(pa.float64(), 2), 2))
+    assert interop.to_framework(levels, "pyarrow", copy=True).type == levels.type

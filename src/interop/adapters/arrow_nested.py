@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import InteropError, MalformedError, NullsError, UnsupportedConversionError
 from ..memo import arrow_type_key, extension_name, memo_by
 from ..view import BufferView
-from .base import CompositeAdapter, Parts, instance_test
+from .base import CompositeAdapter, Parts, assembly, instance_test
 
 RAGGED = (None, "offsets", "list", "pad")
 """The values of ``ragged=``."""
@@ -157,7 +157,7 @@ def _nulls_why(x: Any) -> str:
 # ---- the kinds ------------------------------------------------------------------------------
 def _fixed(x: Any) -> Parts:
     values, nulls = _dense(x, 0, len(x))
-    return Parts("tensor", (("values", values),), (("type", str(x.type)),),
+    return Parts("tensor", (("values", values),), (("type", str(x.type)), ("levels", True)),
                  nulls=_nulls_why(x) if nulls else "")
 
 
@@ -362,7 +362,8 @@ def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
 
     arrays, meta = dict(p.arrays), dict(p.meta)
     if p.layout == "tensor":
-        return arrays["values"]
+        made = assembly(reg, tgt, "tensor")  # a framework with a tensor type keeps its kind
+        return made[1](p) if made is not None else arrays["values"]
     mode = meta["ragged"]
     if mode is None:
         return rebuild_jagged(reg, p, tgt)

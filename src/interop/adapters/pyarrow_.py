@@ -284,6 +284,29 @@ def _jagged(parts: Any) -> Any:
     return kind.from_arrays(offsets, values)
 
 
+def _tensor(parts: Any) -> Any:
+    """An Arrow list or tensor value rebuilt as its kind from its converted ``values``: a
+    ``fixed_size_list`` source its levels again (``levels``), a tensor its ``dim_names``
+    (named by the physical dimensions, C order here: the logical ones, permuted)."""
+    pa = module("pyarrow")
+    values = parts.array("values")
+    if not isinstance(values, pa.FixedShapeTensorArray):
+        return values
+    t = values.type
+    if parts.get("levels") and not t.permutation:
+        flat = values.storage.flatten()
+        for d in reversed(t.shape):
+            flat = pa.FixedSizeListArray.from_arrays(flat, d)
+        return flat
+    names = parts.get("dim_names")
+    if not names:
+        return values
+    logical = [names[p] for p in (parts.get("permutation") or range(len(names)))]
+    physical = [logical[q] for q in (t.permutation or range(len(names)))]
+    return pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(
+        t.value_type, t.shape, dim_names=physical, permutation=t.permutation), values.storage)
+
+
 def _arrow_dtypes() -> frozenset[Any]:
     np = module("numpy")
     return frozenset(np.dtype(c) for c in _ARROW_NUMERIC)
@@ -312,7 +335,9 @@ ADAPTER = ArrayAdapter(
     buffers=buffers,
     to_numpy=to_numpy,
     edges=_edges,
-    assemble=(("jagged", "pyarrow.ListArray.from_arrays(offsets, values)", _jagged),),
+    assemble=(("jagged", "pyarrow.ListArray.from_arrays(offsets, values)", _jagged),
+              ("tensor", "its fixed_size_list levels or tensor type (dim_names kept)",
+               _tensor)),
 )
 
 
