@@ -365,3 +365,17 @@ def test_a_copy_to_pyarrow_keeps_the_kind_and_dim_names(perm):
     assert np.array_equal(out.to_numpy_ndarray(), t.to_numpy_ndarray())
     levels = pa.array([[[1.0, 2], [3, 4]]], pa.list_(pa.list_(pa.float64(), 2), 2))
     assert interop.to_framework(levels, "pyarrow", copy=True).type == levels.type
+
+
+def test_a_list_view_series_after_a_plain_series_kept_a_plan_is_refused_by_interop():
+    import pandas as pd
+
+    for _ in range(3):  # the pandas Series pair's plan kept and promoted
+        interop.to_framework(pd.Series([1.0, 2.0]), "numpy")
+    lv = pa.ListViewArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array([1, 2], pa.int32()),
+                                      pa.array([1.0, 2, 3]))
+    s = pd.Series(pd.arrays.ArrowExtensionArray(lv))
+    assert not interop.can_convert(s, "numpy")
+    for _ in range(2):
+        with pytest.raises(UnsupportedConversionError, match="not numeric"):
+            interop.to_framework(s, "numpy")
