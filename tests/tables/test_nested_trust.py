@@ -379,3 +379,20 @@ def test_a_list_view_series_after_a_plain_series_kept_a_plan_is_refused_by_inter
     for _ in range(2):
         with pytest.raises(UnsupportedConversionError, match="not numeric"):
             interop.to_framework(s, "numpy")
+
+
+def test_a_table_column_in_several_chunks_is_explained_by_its_whole_shape():
+    t = pa.concat_tables([emb(), emb()])
+    plan = interop.explain(t, "torch")
+    assert "(8, 3, 2)" in str(plan.columns["emb"]), plan
+    assert "(4, 3, 2)" not in str(plan.columns["emb"])
+
+
+def test_tensor_chunks_with_a_permutation_are_joined():
+    t = pa.fixed_shape_tensor(pa.float64(), [2, 3], permutation=[1, 0])
+    one = pa.ExtensionArray.from_storage(t, pa.FixedShapeTensorArray.from_numpy_ndarray(
+        np.arange(12.0).reshape(2, 2, 3)).storage)
+    col = pa.chunked_array([one, one])
+    got = interop.to_framework(col, "numpy")
+    assert got.shape == (4, 3, 2)
+    assert np.array_equal(got, np.concatenate([interop.to_framework(one, "numpy")] * 2))
