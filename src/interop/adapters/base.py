@@ -118,7 +118,7 @@ class ArrayAdapter:
     subclassed: bool = False
     """Subclasses of its classes defined in other modules are its values too (pyarrow's
     ``ExtensionArray``, subclassed by Ray and HF ``datasets``): their module is not one of
-    :attr:`modules`, so the type test reads the classes' bases."""
+    ``modules``, so the type test reads the classes' bases."""
     consumable: bool = False
     """Converting a value uses it up (a capsule); ``preview`` gives a NumPy view to inspect."""
     refuse: Callable[[Any], str | None] | None = None
