@@ -396,3 +396,14 @@ def test_tensor_chunks_with_a_permutation_are_joined():
     got = interop.to_framework(col, "numpy")
     assert got.shape == (4, 3, 2)
     assert np.array_equal(got, np.concatenate([interop.to_framework(one, "numpy")] * 2))
+
+
+@pytest.mark.parametrize("shape,order", [((2, 2, 1), (2, 1, 0)), ((1, 3, 2), (0, 2, 1)),
+                                         ((3, 1, 2), (0, 2, 1))])
+def test_arrays_with_dimensions_of_one_go_to_pyarrow_with_their_rows(shape, order):
+    """Found by the nested search: a dimension of 1 has any stride, and pyarrow refused a
+    first stride that was not the largest (raw ValueError)."""
+    x = np.arange(float(np.prod(shape))).reshape(shape).transpose(order)
+    out = interop.to_framework(x, "pyarrow")
+    out.validate(full=True)
+    assert np.array_equal(interop.to_framework(out, "numpy"), x)

@@ -238,8 +238,8 @@ def _permuted(a: Any) -> bool:
     buffer as it is (``from_numpy_ndarray``). Other permutations are copied into C order:
     pyarrow's ``from_numpy_ndarray`` writes them inverted from how its
     ``to_numpy_ndarray`` (and interop) read them, so their meaning is not agreed."""
-    if a.ndim < 3 or min(a.shape) == 0:
-        return False
+    if a.ndim < 3 or min(a.shape) < 2 or a.strides[0] < max(a.strides[1:]):
+        return False  # (a dimension of 1 has any stride: its order is not read)
     order = sorted(range(1, a.ndim), key=lambda d: -a.strides[d])
     perm = [d - 1 for d in order]
     return (all(perm[p] == i for i, p in enumerate(perm))
