@@ -407,3 +407,15 @@ def test_arrays_with_dimensions_of_one_go_to_pyarrow_with_their_rows(shape, orde
     out = interop.to_framework(x, "pyarrow")
     out.validate(full=True)
     assert np.array_equal(interop.to_framework(out, "numpy"), x)
+
+
+def test_a_dict_with_an_nd_array_to_polars_is_a_polars_array_column_over_its_buffer():
+    import polars as pl
+
+    b = np.arange(24.0).reshape(2, 3, 4)
+    df = interop.to_framework({"a": np.ones((2, 2)), "b": b}, "polars")
+    assert df.schema["a"] == pl.Array(pl.Float64, 2)
+    assert df.schema["b"] == pl.Array(pl.Float64, (3, 4))
+    assert df["a"].arr.sum().to_list() == [2.0, 2.0]  # polars' own .arr operations
+    got = df["b"].to_numpy()
+    assert np.array_equal(got, b) and got.ctypes.data == b.ctypes.data
