@@ -322,7 +322,10 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
         return _fixed(x)
     if extension_name(x.type) == TENSOR:
         return _tensor(x)
-    return _ragged(x, ragged, fill_value)
+    try:
+        return _ragged(x, ragged, fill_value)
+    except NullsError as e:  # raised of its items: named by the value they belong to
+        raise NullsError(f"{describe_value(x)}: its items: {e}") from None
 
 
 def chunked_parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
