@@ -5,6 +5,7 @@ zero-copy is claimed by ``explain`` exactly where the result is Arrow's memory."
 from __future__ import annotations
 
 import collections
+import json
 import os
 from typing import Any
 
@@ -204,7 +205,8 @@ def test_a_table_of_a_tensor_column_in_any_chunking(n, cuts, d):
 # (NESTED_SEED unset: derandomized). Each run prints its case counts (-s shows them).
 # Oracles: Arrow's to_pylist (a tensor read by the spec from its storage), validate(full=True)
 # of every Arrow result, Arrow's buffer addresses, torch's unbind(), and the same answers
-# again after unrelated conversions.
+# again after unrelated conversions, and (test_answers_equal_in_a_fresh_process_...) the answers
+# of a fixed set of samples read in a fresh process.
 
 NESTED_EXAMPLES = int(os.environ.get("NESTED_EXAMPLES", "60"))
 NESTED_SEED = os.environ.get("NESTED_SEED")
@@ -607,3 +609,52 @@ def teardown_module() -> None:
               f"examples per property): {sum(COUNTS.values())} cases")
         for k, v in sorted(COUNTS.items()):
             print(f"  {k}: {v}")
+
+
+def fixed_samples() -> list:
+    """Nested values of every kind the search draws, built without randomness (pickled to a
+    fresh process by the test below)."""
+    f = pa.list_(pa.float32(), 2)
+    tensor = pa.FixedShapeTensorArray.from_numpy_ndarray(np.arange(12.0).reshape(2, 2, 3))
+    perm = pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(
+        pa.float64(), [2, 3], permutation=[1, 0]), tensor.storage)
+    lv = pa.ListViewArray.from_arrays(pa.array([2, 0], pa.int32()), pa.array([1, 2], pa.int32()),
+                                      pa.array([1.0, None, 3.0]))
+    ints = pa.array([[1, 2], None, [3]], pa.large_list(pa.int64()))
+    return [pa.array([[1.0, 2], [3, 4]], f), pa.array([[1.0, 2], None], f), tensor, perm,
+            pa.chunked_array([tensor, tensor]), pa.chunked_array([tensor]), lv,
+            ints, ints.slice(1), pa.chunked_array([], type=f),
+            pa.table({"t": tensor, "l": pa.array([[1.0], [2.0, 3.0]])}),
+            pa.table({"b": pa.array([1, 0], pa.int8()).cast(pa.bool8())}),
+            np.arange(24.0).reshape(2, 3, 4).transpose(0, 2, 1)]
+
+
+def test_answers_equal_in_a_fresh_process_and_after_the_search(tmp_path):
+    import pickle
+
+    from helpers import run_child
+
+    samples = fixed_samples()
+    path = tmp_path / "samples.pkl"
+    path.write_bytes(pickle.dumps(samples))
+    cases = [(i, t, c) for i in range(len(samples)) for t in ("numpy", "torch", "pyarrow")
+             for c in (None, False, True)]
+    code = (f"import pickle, json, interop\nsamples = pickle.loads(open({str(path)!r}, 'rb')"
+            ".read())\nout = []\n"
+            f"for i, t, c in {cases!r}:\n"
+            "    p = interop.explain(samples[i], t, copy=c)\n"
+            "    out.append([p.supported, p.error, p.zero_copy,"
+            " interop.can_convert(samples[i], t, copy=c)])\n"
+            "print(json.dumps(out))\n")
+    child = run_child(code)
+    assert child.returncode == 0, child.stderr[-2000:]
+    fresh = json.loads(child.stdout.strip().splitlines()[-1])
+    other_conversions()
+    for x in samples:  # every sample converted once, each answer read after all of them
+        for t in ("numpy", "torch", "pyarrow"):
+            try:
+                interop.to_framework(x, t)
+            except interop.errors.InteropError:
+                pass
+    here = [list(answer(samples[i], t, c)) for i, t, c in cases]
+    assert here == fresh
