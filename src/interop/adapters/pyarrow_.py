@@ -84,20 +84,23 @@ def _to_numpy_converter() -> Any:
     anything else ``NeedsCopy`` with its verdict (nulls, chunks, no NumPy dtype)."""
     chunked = module("pyarrow").ChunkedArray
 
-    def convert(x: Any) -> Any:
-        if type(x) is chunked and x.num_chunks == 1:
-            x = x.chunk(0)
-        e: Exception | None = None
-        if _kind(x.type) == "n":  # any other type goes to the check, never to its to_numpy
-            try:                  # (an extension array's own may read it another way)
-                return x.to_numpy(zero_copy_only=True)
-            except (ValueError, TypeError, NotImplementedError) as err:  # Arrow would copy
-                e = err
+    def checked(x: Any, e: Exception | None) -> Any:
         verdict = check(x)
         if verdict is not None and verdict[0] == STEP_COPIES:
             return x.to_numpy(zero_copy_only=False)
         raise NeedsCopy(*(verdict or (NEEDS_COPY, f"{describe(x)}: Arrow cannot give a "
                                       f"NumPy view without copying ({e})")))
+
+    def convert(x: Any) -> Any:
+        if type(x) is chunked:  # of any type (the plain arrays the fast form takes are
+            if x.num_chunks == 1:  # numbers): any other goes to the check, never to its
+                x = x.chunk(0)     # to_numpy (an extension array's own reads it its way)
+            if _kind(x.type) != "n":
+                return checked(x, None)
+        try:
+            return x.to_numpy(zero_copy_only=True)
+        except (ValueError, TypeError, NotImplementedError) as e:  # Arrow would copy
+            return checked(x, e)
 
     return convert
 
