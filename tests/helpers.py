@@ -143,3 +143,69 @@ class DLPackOnly:
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.a.__dlpack_device__()
+
+
+# ---- nodes of structures the pytree registries know (issue 51) --------------------------------
+
+class KeyedNode:
+    """A node registered with optree's global registry: its children by keys, the keys in
+    its metadata and entries (as optree keeps a ``defaultdict``'s)."""
+
+    def __init__(self, items: dict) -> None:
+        self.items = items
+
+
+class JaxKeyed:
+    """A node registered with JAX's registry with keys (``DictKey``: its paths name them)."""
+
+    def __init__(self, items: dict) -> None:
+        self.items = items
+
+
+class Noisy:
+    """A node registered with JAX's registry whose ``repr`` warns (a ``RuntimeWarning``, as
+    pandas' repr of a float16 Series does) or raises, counting its calls: planning must
+    never format it."""
+
+    calls = 0
+
+    def __init__(self, *children: Any, raises: bool = False) -> None:
+        self.children, self.raises = children, raises
+
+    def __repr__(self) -> str:
+        Noisy.calls += 1
+        if self.raises:
+            raise RuntimeError("repr ran")
+        import warnings
+
+        warnings.warn("repr ran", RuntimeWarning, stacklevel=2)
+        return "Noisy"
+
+
+class NoisyLeaf(Noisy):
+    """A :class:`Noisy` no registry knows: a leaf, kept as it is."""
+
+
+_REGISTERED: list = []
+
+
+def register_nodes() -> None:
+    """Register :class:`KeyedNode` with optree and :class:`JaxKeyed` and :class:`Noisy` with
+    JAX (once per process)."""
+    if _REGISTERED:
+        return
+    import jax
+    import optree
+
+    tu = jax.tree_util
+    optree.register_pytree_node(
+        KeyedNode, lambda n: (list(n.items.values()), tuple(n.items), tuple(n.items)),
+        lambda keys, children: KeyedNode(dict(zip(keys, children))),
+        namespace=vars(optree.registry)["__GLOBAL_NAMESPACE"])
+    tu.register_pytree_with_keys(
+        JaxKeyed, lambda n: ([(tu.DictKey(k), v) for k, v in n.items.items()], tuple(n.items)),
+        lambda keys, children: JaxKeyed(dict(zip(keys, children))),
+        lambda n: (list(n.items.values()), tuple(n.items)))
+    tu.register_pytree_node(Noisy, lambda b: (list(b.children), b.raises),
+                            lambda raises, ch: Noisy(*ch, raises=raises))
+    _REGISTERED.append(True)

@@ -31,15 +31,22 @@ def explain(reg: Any, x: Any, target: str, device: Any = None,
         return composite.explain(reg, adapter, x, tgt, device, copy, options)
     have = route.have
     if route.move is not None:
-        return _move_plan(src, tgt, have, route.move, device, copy)
-    dev = have[0]
+        return _move_plan(reg, x, route, device, copy)
     edges = route.edges  # what the runner compiles the plan of
     if edges is None:
         return Plan(src, tgt, (), False, (f"no conversion path from {src} to {tgt}",), (),
                     supported=False)
     if copy is True:
         return _copy_plan(reg, src, tgt, ["copy=True asks for a fresh buffer"], [], [],
-                          device=dev, value=x)
+                          device=have[0], value=x)
+    return _edges_plan(reg, x, src, tgt, edges, have[0], copy, stream)
+
+
+def _edges_plan(reg: Any, x: Any, src: str, tgt: str, edges: tuple, dev: str,
+                copy: bool | None, stream: int | None = None) -> Plan:
+    """The plan of ``x`` along ``edges`` (``copy`` ``None`` or ``False``): each edge's check,
+    as the runner's checked steps ask it, and the copy route where one says it copies."""
+    consumable = reg.adapters[src].consumable
     steps: list[Step] = []
     reasons: list[str] = []
     hazards: list[str] = []
@@ -67,8 +74,7 @@ def explain(reg: Any, x: Any, target: str, device: Any = None,
         else:
             steps.append(Step(e.source, e.target, e.via))
         if i + 1 < len(edges):
-            v = reg.adapters[e.source].preview(v) if adapter.consumable and i == 0 \
-                else e.convert(v)
+            v = reg.adapters[e.source].preview(v) if consumable and i == 0 else e.convert(v)
     if not edges:
         steps.append(Step(src, tgt, "identity"))
     if stream is not None:
@@ -78,26 +84,50 @@ def explain(reg: Any, x: Any, target: str, device: Any = None,
                 tuple(hazards) if zero_copy else ())  # a copy shares nothing
 
 
-def _move_plan(src: str, tgt: str, have: tuple[str, int], move: tuple[str, int | None],
-               device: Any, copy: bool | None) -> Plan:
+def _move_plan(reg: Any, x: Any, route: Any, device: Any, copy: bool | None) -> Plan:
+    """A move to another device: a copy, so what the copy route refuses of the value (and,
+    without ``copy=True``, what its own plan to host NumPy refuses: nulls) is refused as the
+    runner's :meth:`~interop.runner.Runner.move` refuses it, then the copy's placement."""
+    src, tgt, have, move = route.source, route.target, route.have, route.move
+    narrow = _planned_narrowing(reg, src, x, tgt) if have[0] == "cpu" else None
+    cast = f", cast to {narrow[0]}" if narrow is not None else ""
     if move[1] is None:  # host data for a device-only target
-        step = Step(src, tgt, "copy to the current CUDA device", True)
+        step = Step(src, tgt, "copy to the current CUDA device" + cast, True)
         why = (f"{tgt} holds CUDA device memory only: the host data is copied to the "
                f"current CUDA device, as {tgt} itself does (device='cuda:N' picks one)")
-        if copy is not False and not devices.cuda_device_count():
-            # (copy=False is refused first, as the conversion itself refuses it)
-            return Plan(src, tgt, (step,), False, (why, devices.NO_CUDA), supported=False,
-                        error="device")
     else:
-        if copy is not False and move[0] == "cuda" and move[1] >= devices.cuda_device_count():
-            return Plan(src, tgt, (), False, (f"device={device!r}: no such CUDA device on "
-                                              "this machine",), supported=False,
-                        error="device")
-        step = Step(src, tgt, f"copy to {move[0]}:{move[1]}", True)
+        step = Step(src, tgt, f"copy to {move[0]}:{move[1]}{cast}", True)
         held = f"{have[0]}:{have[1]}" if have[1] is not None else f"several {have[0]} devices"
         why = f"device={device!r} moves the data from {held}"
-    return Plan(src, tgt, (step,), False, (why,), supported=copy is not False,
-                error=None if copy is not False else "zero-copy")
+    reasons = (why,) if narrow is None else (why, narrow[1])
+    if copy is False:  # refused first, as the conversion itself refuses it
+        return Plan(src, tgt, (step,), False, reasons, supported=False, error="zero-copy")
+    refused = _move_refused(reg, x, src, tgt, have, copy)
+    if refused is not None:
+        return Plan(src, tgt, (), False, (refused[1],), supported=False, error=refused[0])
+    if move[0] == "cuda" and (move[1] or 0) >= devices.cuda_device_count():
+        return Plan(src, tgt, (step,) if move[1] is None else (), False,
+                    (why, devices.NO_CUDA) if move[1] is None else
+                    (f"device={device!r}: no such CUDA device on this machine",),
+                    supported=False, error="device")
+    return Plan(src, tgt, (step,), False, reasons)
+
+
+def _move_refused(reg: Any, x: Any, src: str, tgt: str, have: tuple[str, Any],
+                  copy: bool | None) -> tuple[str, str] | None:
+    """Why a move of the host value ``x`` is refused (``(UNSUPPORTED or NULLS, why)``), as
+    :meth:`~interop.runner.Runner.host` and :meth:`~interop.runner.Runner.refused` decide
+    it; device data is read to the host by the move itself (reading it here would copy it)."""
+    if have[0] != "cpu":
+        return None
+    if copy is None:  # the move reads the value as its own plan to host NumPy does
+        edges = reg.routes.route(src, "numpy", "cpu")
+        if edges is None:
+            return UNSUPPORTED, f"no conversion path from {src} to numpy on cpu"
+        pre = _edges_plan(reg, x, src, "numpy", tuple(edges), "cpu", None)
+        if not pre.supported:
+            return pre.error, pre.reasons[-1]
+    return _refused_after_copy(reg, src, x, tgt)
 
 
 def _copy_plan(reg: Any, at: str, tgt: str, reasons: list[str], hazards: list[str],
@@ -166,14 +196,7 @@ def _refused_after_copy(reg: Any, at: str, value: Any,
         return UNSUPPORTED, str(e)
     except NeedsCopy as nc:
         return UNSUPPORTED, nc.reason
-    for e in reg.routes.route("numpy", tgt, "cpu") or ():
-        verdict = e.check(arr) if e.check is not None else None
-        if verdict is not None and verdict[0] in (UNSUPPORTED, NULLS):
-            return verdict[0], f"{e.source} -> {e.target} ({e.via}): {verdict[1]}"
-        if verdict is not None and verdict[0] == NEEDS_COPY:
-            return None
-        arr = e.convert(arr)
-    return None
+    return reg.runner.refused(arr, tgt)
 
 
 def _dtype_string(adapter: Any, x: Any) -> str | None:

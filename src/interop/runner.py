@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .adapters.base import (
+    NEEDS_COPY,
     NULLS,
     STEP_COPIES,
     UNSUPPORTED,
@@ -56,6 +57,8 @@ class Runner:
     def __init__(self, adapters: dict[str, Any], routes: Routes) -> None:
         self.adapters = adapters
         self.routes = routes
+        self._accepting: dict[int, tuple[Edge, tuple[type, ...], frozenset | None]] = {}
+        """Per edge (by id: an edge's hash reads every field), what its ``accepts`` takes."""
         self.split: Callable[[Route, bool | None], Split | None] = lambda route, copy: None
         """``(route, copy)`` -> ``(several, divert)``: which values of the source's array type
         are of several buffers (a torch sparse tensor) and the plan they take instead (set
@@ -116,7 +119,8 @@ class Runner:
         split = self.split(route, copy)
         if route.move is not None:
             name, tgt, move = route.source, route.target, route.move
-            return _diverting(split)(lambda x: self.move(name, x, tgt, move, copy))
+            have = route.have  # read once, by the route (a capsule's read consumes it)
+            return _diverting(split)(lambda x: self.move(name, x, tgt, move, copy, have))
         stream = route.stream  # the DLPack stream number (decide read stream=)
         route.raise_no_path()
         compiled = self.compile(route.source, route.target, copy, route.have[0], stream,
@@ -321,33 +325,82 @@ class Runner:
         return narrow[0]
 
     def move(self, src: str, x: Any, tgt: str, where: tuple[str, int | None],
-             copy: bool | None) -> Any:
-        """Copy a value to another device (``where``), as ``device=`` asked."""
+             copy: bool | None, have: tuple[str, int | None] = HOST) -> Any:
+        """Copy a value living on ``have`` to another device (``where``), as ``device=``
+        asked: the value read to the host once (:meth:`host`), one copy (cast as the target
+        holds it), refused where the target refuses a fresh buffer (:meth:`refused`), then
+        placed."""
         if copy is False:
             to = "the current CUDA device" if where[1] is None else f"{where[0]}:{where[1]}"
             why = (f" ({tgt} holds CUDA device memory only)" if where[1] is None else "")
             raise ZeroCopyError(f"copy=False, but moving {src} data to {to}{why} copies it")
-        arr = self.adapters[src].to_numpy(x)
-        if where[0] == "cpu":
-            place = self.adapters[tgt].place
-            if place is None:  # device data to the host of a framework of one CPU device
-                return self.copy_route("numpy", arr, tgt) if copy else \
-                    self.compile("numpy", tgt, None).run(arr)
-            narrow = self.narrowing(arr.dtype, tgt, warn=True)  # onto CPU device N
-            if self.adapters[src].device(x)[0] == "cpu":  # the source's own host memory
-                from .host import fresh_copy
+        arr = self.host(src, x, copy, have)
+        place = self.adapters[tgt].place
+        if where[0] == "cpu" and place is None:  # device data to a framework of one CPU device
+            return self.copy_route("numpy", arr, tgt) if copy else \
+                self.compile("numpy", tgt, None).run(arr)
+        narrow = self.narrowing(arr.dtype, tgt, warn=True)
+        if have[0] == "cpu":  # the source's own host memory (or a view of it)
+            from .host import fresh_copy
 
-                arr = fresh_copy(arr, narrow)
-            elif narrow is not None:  # device data: already a host copy
-                arr = arr.astype(narrow)
-            return place(arr, where[1])
+            arr = fresh_copy(arr, narrow)
+        elif narrow is not None:  # device data: already a host copy
+            arr = arr.astype(narrow)
+        refused = self.refused(arr, tgt)
+        if refused is not None:
+            raise (NullsError if refused[0] == NULLS else UnsupportedConversionError)(
+                refused[1])
+        if where[0] == "cpu":
+            return place(arr, where[1])  # onto CPU device N
         from . import devices
 
         index = devices.current_cuda_device(tgt) if where[1] is None else where[1]
         devices.require_cuda(index)
-        narrow = self.narrowing(arr.dtype, tgt, warn=True)
-        return self.adapters[tgt].to_device(arr if narrow is None else arr.astype(narrow),
-                                            index)
+        return self.adapters[tgt].to_device(arr, index)
+
+    def host(self, src: str, x: Any, copy: bool | None, have: tuple[str, int | None]) -> Any:
+        """The value on the host as a NumPy array, read once, for a copy: a host value as its
+        own plan to NumPy reads it (``copy=None``: nulls refused, as on its own device), else
+        through ``to_numpy``, the copy route's read (``copy=True``: floats' nulls are NaN;
+        device data: a host copy)."""
+        if have[0] == "cpu" and copy is None:
+            return self.compile(src, "numpy", None).run(x)
+        try:
+            return self.adapters[src].to_numpy(x)
+        except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
+            raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
+
+    def refused(self, arr: Any, tgt: str) -> tuple[str, str] | None:
+        """What the route from host NumPy to ``tgt`` refuses of the fresh compact host array
+        ``arr`` (``(UNSUPPORTED or NULLS, why)``, naming the step), or ``None``: its steps'
+        checks, each step's value converted for the next, up to a step that copies. The
+        copy's one judge: ``explain`` asks it of a buffer of the copy's shape and dtype."""
+        edges = self.routes.route("numpy", tgt, "cpu") or ()
+        for i, e in enumerate(edges):
+            verdict = None if e.check is None or self._accepted(e, arr) else e.check(arr)
+            if verdict is not None and verdict[0] in (UNSUPPORTED, NULLS):
+                return verdict[0], f"{e.source} -> {e.target} ({e.via}): {verdict[1]}"
+            if verdict is not None and verdict[0] == NEEDS_COPY:
+                return None
+            if i + 1 < len(edges):
+                arr = e.convert(arr)
+        return None
+
+    def _accepted(self, e: Edge, arr: Any) -> bool:
+        """Whether ``e``'s :class:`~interop.adapters.edge.Accepts` takes ``arr`` (its exact
+        type, dtype, flags and dimensions): then its check says ``None`` or ``STEP_COPIES``
+        (the declaration's promise), and is not asked (a buffer view costs microseconds)."""
+        accepts = e.accepts
+        if accepts is None or accepts.unset:
+            return False
+        known = self._accepting.get(id(e))
+        if known is None or known[0] is not e:
+            known = self._accepting[id(e)] = (
+                e, accepts.types(), accepts.dtypes() if accepts.dtypes is not None else None)
+        _, types, dtypes = known
+        return (type(arr) in types and (dtypes is None or arr.dtype in dtypes)
+                and arr.flags.num & accepts.flags == accepts.flags
+                and (accepts.ndim is None or arr.ndim == accepts.ndim))
 
 
 def _identity(x: Any) -> Any:

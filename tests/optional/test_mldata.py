@@ -170,24 +170,25 @@ def test_ray_table_column_and_chunks(ray_tensors, pa):
     cols = interop.to_framework(table, "torch")
     assert cols["t"].data_ptr() == leaf_address(arr.storage.values)
     assert np.array_equal(cols["t"].numpy(), a)
-    bare = table.column("t")  # a bare ChunkedArray: refused naming what converts
-    plan = interop.explain(bare, "torch")
-    assert not plan.supported and "x.chunk(0)" in plan.reasons[0]
-    assert not interop.can_convert(bare, "torch")
-    assert np.array_equal(interop.to_framework(bare.chunk(0), "torch").numpy(), a)
-    # (the conversion refuses too on its checked plan; a plan kept for plain ChunkedArrays
-    # skips the check here until issue 46's item 2b: checked in a fresh process)
+    bare = table.column("t")  # a bare ChunkedArray of one chunk: its chunk's view
+    assert interop.can_convert(bare, "torch", copy=False)
+    got = interop.to_framework(bare, "torch", copy=False)
+    assert got.data_ptr() == leaf_address(arr.storage.values)
+    assert np.array_equal(got.numpy(), a)
+    two = pa.chunked_array([arr[:3], arr[3:]])  # several: joined, one copy, said
+    with pytest.raises(ZeroCopyError, match="2 chunks"):
+        interop.to_framework(two, "torch", copy=False)
+    assert "2 chunks" in " ".join(interop.explain(two, "torch").reasons)
+    assert np.array_equal(interop.to_framework(two, "torch").numpy(), a)
     proc = run_child("""
-        import warnings, numpy as np, pyarrow as pa, interop, interop.errors
+        import warnings, numpy as np, pyarrow as pa, interop
         from ray.data.extensions import ArrowTensorArray
         warnings.simplefilter("ignore")
+        interop.to_framework(pa.chunked_array([pa.array([1.0, 2.0])]), "torch")
         col = pa.chunked_array([ArrowTensorArray.from_numpy(np.ones((2, 3), np.float32))])
-        try:
-            interop.to_framework(col, "torch")
-        except interop.errors.UnsupportedConversionError as e:
-            print("refused", "x.chunk(0)" in str(e))
+        print(tuple(interop.to_framework(col, "torch").shape))
     """)
-    assert proc.stdout.strip().splitlines()[-1] == "refused True", proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "(2, 3)", proc.stderr[-2000:]
     chunked = pa.table({"t": pa.chunked_array([arr[:3], arr[3:]])})
     with pytest.raises(ZeroCopyError):
         interop.to_framework(chunked, "torch", copy=False)

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import interop
 import oracles
+from helpers import aligned
 from interop.errors import DeviceError, InteropError, ZeroCopyError
 
 COUNT = 4
@@ -233,6 +234,117 @@ def test_plans_per_device_send_each_value_where_device_asks(cpus):
             assert (y.unsafe_buffer_pointer() == x.unsafe_buffer_pointer()) == (k == 1)
 
 
+# ---- issue 51 item 1: a move to cpu:N refuses what a copy refuses, reading the source once ---
+
+def _agree(x: Any, device: Any, copy: bool | None, error: type | None) -> Any:
+    """explain, can_convert and the conversion agree on ``x`` moved to ``device``: refused
+    with ``error`` (``None``: converted, the result returned)."""
+    plan = interop.explain(x, "jax", device=device, copy=copy)
+    can = interop.can_convert(x, "jax", device=device, copy=copy)
+    assert plan.supported == can == (error is None), (plan, can)
+    if error is not None:
+        with pytest.raises(error):
+            interop.to_framework(x, "jax", device=device, copy=copy)
+        return None
+    return interop.to_framework(x, "jax", device=device, copy=copy)
+
+
+def _with_nulls(kind: str, floats: bool) -> Any:
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    values = [1.0, None, 3.0] if floats else [1, None, 3]
+    if kind == "pyarrow":
+        return pa.array(values, pa.float32() if floats else pa.int32())
+    if kind == "pandas":
+        return pd.Series(values, dtype="Float32" if floats else "Int32")
+    return pl.Series(values, dtype=pl.Float32 if floats else pl.Int32)
+
+
+@pytest.mark.parametrize("kind", ["pyarrow", "pandas", "polars"])
+@pytest.mark.parametrize("floats", [False, True])
+@pytest.mark.parametrize("device", ["cpu:2", "object"])
+def test_a_move_of_a_source_with_nulls_refuses_them_as_on_its_own_device(cpus, kind, floats,
+                                                                         device):
+    from interop.errors import NullsError
+
+    x = _with_nulls(kind, floats)
+    dev = cpus[2] if device == "object" else device
+    for d in ("cpu:0", dev):  # cpu:0 (no move) and cpu:2 (a move) say the same
+        _agree(x, d, None, NullsError)
+        assert interop.explain(x, "jax", device=d).error == "nulls"
+    y = _agree(x, dev, True, None if floats else NullsError)  # copy=True: floats get NaN
+    if floats:
+        assert y.devices() == {cpus[2]}
+        want = [np.nan if v is None else v for v in pa_list(x)]
+        np.testing.assert_array_equal(np.asarray(y), np.array(want, np.float32))
+
+
+def pa_list(x: Any) -> list:
+    """The values of an Arrow, pandas or polars column as the framework lists them (nulls
+    ``None``): its own ``to_pylist``/``to_list``."""
+    import pyarrow as pa
+
+    return pa.array(x).to_pylist() if type(x).__module__.startswith("pandas") else (
+        x.to_pylist() if hasattr(x, "to_pylist") else x.to_list())
+
+
+@pytest.mark.parametrize("copy", [None, True])
+def test_a_capsule_moved_to_cpu_n_is_read_once(cpus, copy):
+    import torch
+
+    t = torch.arange(6, dtype=torch.float32)
+    plan = interop.explain(t.__dlpack__(), "jax", device="cpu:2", copy=copy)
+    assert plan.supported and not plan.zero_copy
+    assert interop.can_convert(t.__dlpack__(), "jax", device="cpu:2", copy=copy)
+    y = interop.to_framework(t.__dlpack__(), "jax", device="cpu:2", copy=copy)
+    assert y.devices() == {cpus[2]} and y.unsafe_buffer_pointer() != t.data_ptr()
+    np.testing.assert_array_equal(np.asarray(y), t.numpy())
+
+
+def test_a_structure_moved_to_cpu_n_names_the_leaf_that_fails(cpus):
+    import pyarrow as pa
+
+    from interop.errors import NullsError
+
+    tree = {"a": np.arange(4, dtype=np.float32).__dlpack__(), "b": pa.array([1, None], pa.int32())}
+    plan = interop.explain(tree, "jax", device="cpu:2", structure="tree")
+    assert not plan.supported and plan.leaves["['a']"].supported
+    assert plan.leaves["['b']"].error == "nulls"
+    tree["a"] = np.arange(4, dtype=np.float32).__dlpack__()
+    with pytest.raises(NullsError, match=r"leaf \['b'\]"):
+        interop.to_framework(tree, "jax", device="cpu:2", structure="tree")
+
+
+@pytest.mark.parametrize("value", ["datetime64", "str", "datetime64 scalar", "str scalar"])
+@pytest.mark.parametrize("copy", [None, True])
+def test_a_move_of_a_dtype_jax_has_not_is_refused(cpus, value, copy):
+    from interop.errors import UnsupportedConversionError
+
+    x = {"datetime64": np.array(["2020-01-01", "2021-01-01"], "datetime64[D]"),
+         "str": np.array(["a", "b"]), "datetime64 scalar": np.datetime64("2020-01-01"),
+         "str scalar": np.str_("a")}[value]
+    for d in ("cpu:0", "cpu:2", cpus[3]):
+        _agree(x, d, copy, UnsupportedConversionError)
+    with pytest.raises(UnsupportedConversionError, match="datetime64|<U1"):
+        interop.to_framework(x, "jax", device="cpu:2", copy=copy)
+
+
+@pytest.mark.parametrize("copy", [None, True])
+def test_a_typed_key_array_moved_to_another_cpu_is_refused(cpus, copy):
+    import jax
+
+    from interop.errors import UnsupportedConversionError
+
+    k = jax.device_put(jax.random.key(0), cpus[1])
+    for d in ("cpu:2", cpus[0]):
+        _agree(k, d, copy, UnsupportedConversionError)
+    with pytest.raises(UnsupportedConversionError, match="key_data"):
+        interop.to_framework(k, "jax", device="cpu:2", copy=copy)
+    assert interop.to_framework(k, "jax", device="cpu:1") is k  # no move: kept
+
+
 def test_the_docs_examples_with_four_cpu_devices_run(cpus):
     from docs_examples import run_optional_blocks
 
@@ -333,8 +445,137 @@ def test_multidevice_values_keep_the_contract(cpus):
     prop()
 
 
+# ---- the property search over values moved to a CPU device (issue 51) -----------------------
+
+MOVED = ("pyarrow", "pandas", "polars", "capsule", "datetime64", "str", "datetime64 scalar",
+         "str scalar", "key", "numpy", "tree")
+"""Sources moved to ``cpu:N``: columns of Arrow, pandas and polars (nulls or none), DLPack
+capsules, dtypes JAX has not (arrays and scalars), typed PRNG keys on a device, plain arrays,
+and a structure of two of them."""
+DEVICES = (None, "cpu", "cpu:0", "cpu:1", "cpu:3", "dev2")
+
+
+@st.composite
+def moved_source(draw, tree: bool = True) -> tuple:
+    """``(kind, dtype, n, nulls, where)``; a ``"tree"``: ``("tree", a, b)`` of two others."""
+    kind = draw(st.sampled_from(MOVED if tree else MOVED[:-1]))
+    if kind == "tree":
+        return ("tree", draw(moved_source(False)), draw(moved_source(False)))
+    return (kind, draw(st.sampled_from(["float32", "int32", "float64", "int8"])),
+            draw(st.integers(0, 4)), draw(st.booleans()), draw(st.integers(0, COUNT - 1)))
+
+
+def make_moved(cpus: list, spec: tuple) -> tuple[Any, Any]:
+    """A fresh value of ``spec`` (a capsule is used once) and what it holds, read by its own
+    framework: a NumPy array (nulls as NaN, or ``None`` where they have no NaN), a key's
+    ``key_data``, or a dict of those for a tree."""
+    import jax
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    if spec[0] == "tree":
+        (a, want_a), (b, want_b) = make_moved(cpus, spec[1]), make_moved(cpus, spec[2])
+        return {"a": a, "b": b}, {"a": want_a, "b": want_b}
+    kind, dtype, n, nulls, where = spec
+    values = aligned(rp.fill_values(np.dtype(dtype), n))  # 64-byte aligned: JAX aliases it
+    if kind in ("pyarrow", "pandas", "polars"):
+        items = [None if nulls and i % 2 else v for i, v in enumerate(values.tolist())]
+        col = pa.array(items, pa.from_numpy_dtype(np.dtype(dtype)))
+        x = col if kind == "pyarrow" else pl.from_arrow(col) if kind == "polars" else \
+            col.to_pandas(types_mapper=pd.ArrowDtype) if dtype == "int8" else \
+            pd.Series(pd.array(items, dtype=dtype.capitalize()))  # pandas' masked arrays
+        listed = col.to_pylist()  # Arrow's own reading of the nulls
+        holes = any(v is None for v in listed)
+        want = None if holes and np.dtype(dtype).kind != "f" else np.array(
+            [np.nan if v is None else v for v in listed], dtype)
+        return x, (want, holes)
+    if kind == "capsule":
+        return values.__dlpack__(), (values, False)
+    if kind == "key":
+        k = jax.device_put(jax.random.key(n), cpus[where])
+        return k, (np.asarray(jax.random.key_data(k)), False)
+    if kind in ("datetime64", "str"):
+        a = np.array(["2021-03-04"] * n, "datetime64[D]") if kind == "datetime64" \
+            else np.array(["ab"] * n)
+        return a, (a, False)
+    if kind.endswith("scalar"):
+        v = np.datetime64("2021-03-04") if kind.startswith("datetime64") else np.str_("ab")
+        return v, (np.asarray(v), False)
+    return values, (values, False)
+
+
+def check_moved_case(cpus: list, spec: tuple, tgt: str, copy: bool | None,
+                     device: str | None) -> None:
+    """explain, can_convert and the conversion agree; a result holds the source's values as
+    its own framework reads them, on the device asked for; values with nulls are refused
+    unless ``copy=True`` (then NaN stands for them, or they are refused without a NaN);
+    no raw framework error escapes."""
+    dev = cpus[2] if device == "dev2" else device
+    opts = {"structure": "tree"} if spec[0] == "tree" else {}
+    here = f"{spec} -> {tgt}, copy={copy}, device={device}"
+    plan = err = None
+    try:
+        plan = interop.explain(make_moved(cpus, spec)[0], tgt, device=dev, copy=copy, **opts)
+    except InteropError as e:
+        err = e
+    can = interop.can_convert(make_moved(cpus, spec)[0], tgt, device=dev, copy=copy, **opts)
+    x, want = make_moved(cpus, spec)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", interop.NarrowingWarning)
+            res, got = interop.to_framework(x, tgt, device=dev, copy=copy, **opts), None
+    except InteropError as e:
+        res, got = None, e
+    if err is not None:
+        assert not can and got is not None, f"{here}\nexplain raised {err!r}, conversion {got}"
+        rp._record("moved", tgt, rp.Outcome())
+        return
+    assert plan.supported == can == (got is None), f"{here}\n{plan}\n{got!r}"
+    rp._record("moved", tgt, rp.Outcome(supported=got is None))
+    if got is not None:
+        return
+    index = {"cpu:0": 0, "cpu:1": 1, "cpu:3": 3, "dev2": 2}.get(device)
+    pairs = [(res, want, spec)] if spec[0] != "tree" else [
+        (res["a"], want["a"], spec[1]), (res["b"], want["b"], spec[2])]
+    for r, (values, holes), s in pairs:
+        assert not holes or copy is True, f"{here}\nnulls converted without copy=True"
+        assert values is not None, f"{here}\nnulls without a NaN converted"
+        if s[0] == "key":  # kept as it is into JAX (no move, no copy asked for)
+            assert tgt == "jax" and r is x if spec[0] != "tree" else True, here
+            np.testing.assert_array_equal(np.asarray(jax_key_data(r)), values, err_msg=here)
+            continue
+        host = np.asarray(r) if tgt == "jax" else rp.to_host(r)
+        wanted = values.astype(rp.NARROWED.get((tgt, values.dtype.name), values.dtype)) \
+            if tgt == "jax" else values
+        assert rp.same_values(host.reshape(wanted.shape), wanted) or (
+            wanted.dtype.kind == "f" and np.allclose(host, wanted, equal_nan=True)), \
+            f"{here}\n{host!r} != {wanted!r}"
+        if tgt == "jax" and index is not None:
+            assert r.devices() == {cpus[index]}, f"{here}\n{r.devices()}"
+
+
+def jax_key_data(k: Any) -> Any:
+    import jax
+
+    return jax.random.key_data(k)
+
+
+def test_values_moved_to_a_cpu_device_keep_the_contract(cpus):
+    @rp._settings()
+    @given(moved_source(), st.sampled_from(["jax", "jax", "numpy"]),
+           st.sampled_from([None, False, True]), st.sampled_from(DEVICES))
+    def prop(spec: tuple, tgt: str, copy: bool | None, device: str | None) -> None:
+        check_moved_case(cpus, spec, tgt, copy, device)
+
+    if rp.SEED is not None:
+        prop = seed(int(rp.SEED))(prop)
+    prop()
+
+
 @pytest.mark.slow
 def test_multidevice_random_search_with_a_fresh_seed(cpus):
-    counts = rp.search("test_multidevice_values_keep_the_contract", "multidevice",
+    counts = rp.search("test_multidevice_values_keep_the_contract or "
+                       "test_values_moved_to_a_cpu_device_keep_the_contract", "multidevice",
                        examples=rp.SLOW_EXAMPLES * 2, path=__file__, non_empty=0.0)
     assert counts["supported"] and counts["zero_copy"], counts

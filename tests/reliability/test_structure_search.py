@@ -3,7 +3,12 @@ but of other types (``True``/``1``/``1.0``, ``0.0``/``-0.0``, ``(1,)``/``(True,)
 another (so each runs the plan kept for the one before), empty and non-empty JAX-registered
 nodes, DLPack capsule and DLPack-only producer leaves (a capsule is used up by its
 conversion), non-numeric NumPy scalars (``str_``, ``bytes_``, ``datetime64``), and flat dicts
-of capsules and producers read as tables.
+of capsules and producers read as tables. Issue 51's: the same keys in generic nodes
+(``defaultdict``, a node registered with optree that keeps its keys in its metadata, a JAX
+node registered with keys), and nodes and kept leaves whose ``repr`` warns (planning must
+format neither: every call runs with warnings recorded, and any but a
+``NarrowingWarning`` fails); each leaf an error or a ``NarrowingWarning`` names is a leaf of
+the caller's value, by its own keys.
 
 For each sequence of structures and each ``copy=``: ``explain``, ``can_convert`` and
 ``to_framework`` agree; the result has the caller's node types and keys (same type and
@@ -16,6 +21,9 @@ other leaf comes back as it is. The fast profile is derandomized; the slow one
 
 from __future__ import annotations
 
+import re
+import warnings
+from collections import defaultdict
 from typing import Any
 
 import jax
@@ -27,8 +35,8 @@ from hypothesis import given, seed
 from hypothesis import strategies as st
 
 import interop
-from helpers import DLPackOnly
-from interop.errors import InteropError
+from helpers import DLPackOnly, JaxKeyed, KeyedNode, Noisy, NoisyLeaf, register_nodes
+from interop.errors import InteropError, NarrowingWarning
 
 
 class Box:
@@ -40,12 +48,17 @@ class Box:
 
 jax.tree_util.register_pytree_node(Box, lambda b: (list(b.children), None),
                                    lambda _, ch: Box(*ch))
+register_nodes()
 
 KEYS = (True, 1, 1.0, False, 0, 0.0, -0.0, (1,), (True,), "k", "j")
 """Dict keys, several equal to each other but of other types (or another ``repr``)."""
 SCALARS = (np.str_("abc"), np.bytes_(b"ab"), np.datetime64("2021-03-04"),
            np.timedelta64(5, "s"))
-KEPT = (None, 3, "s", 2.5)
+KEPT = (None, 3, "s", 2.5, NoisyLeaf)
+"""Leaves kept as they are (``NoisyLeaf``: a fresh one, whose ``repr`` warns)."""
+KEYED = {"dict": dict, "defaultdict": lambda items: defaultdict(list, items),
+         "keyed": KeyedNode, "jkeyed": JaxKeyed}
+"""The node kinds of keys, by what makes one from its items."""
 TARGETS = ("numpy", "torch", "jax", "pyarrow")
 TABLE_TARGETS = ("pyarrow", "pandas", "polars")
 
@@ -77,14 +90,38 @@ def odd_keys(draw, n: int) -> list:
 
 @st.composite
 def odd_specs(draw, depth: int = 0, root: str | None = None) -> Any:
-    """A tree of leaves (:func:`odd_leaf`) and ``(kind, keys, children)`` nodes: dicts of odd
-    keys, lists, tuples and ``Box`` nodes (empty ones too)."""
+    """A tree of leaves (:func:`odd_leaf`) and ``(kind, keys, children)`` nodes: nodes of odd
+    keys (:data:`KEYED`), lists, tuples, ``Box`` and ``Noisy`` nodes (empty ones too)."""
     if root is None and (depth >= 3 or (depth and draw(st.integers(0, 2)) == 0)):
         return ("leaf", draw(odd_leaf()))
-    kind = root or draw(st.sampled_from(["dict", "list", "tuple", "box"]))
+    kind = root or draw(st.sampled_from([*KEYED, "list", "tuple", "box", "noisy"]))
     n = draw(st.integers(0, 3))
-    keys = draw(odd_keys(n)) if kind == "dict" else list(range(n))
+    keys = draw(odd_keys(n)) if kind in KEYED else list(range(n))
     return (kind, keys, [draw(odd_specs(depth + 1)) for _ in keys])
+
+
+EQUAL = ((True, 1, 1.0), (False, 0, 0.0, -0.0), ((1,), (True,)))
+"""Keys equal to each other (``==``, one hash) but of other types or another ``repr``."""
+
+
+def _twins(k: Any) -> list:
+    """The keys equal to ``k`` but not the same key (or ``[k]`` where there is none)."""
+    for group in EQUAL:
+        if any(type(k) is type(m) and repr(k) == repr(m) for m in group):
+            return [m for m in group if not (type(k) is type(m) and repr(k) == repr(m))]
+    return [k]
+
+
+@st.composite
+def twin(draw, spec: Any) -> Any:
+    """``spec`` with each node's keys swapped for equal keys of other types where there are
+    some: the same structure to ``==``, another one to interop."""
+    if spec[0] == "leaf":
+        return spec
+    kind, keys, children = spec
+    if kind in KEYED:
+        keys = [draw(st.sampled_from(_twins(k))) for k in keys]
+    return (kind, keys, [draw(twin(c)) for c in children])
 
 
 def build(spec: Any, sources: dict) -> Any:
@@ -99,30 +136,58 @@ def _build(spec: Any, sources: dict, path: str) -> Any:
         if leaf[0] == "scalar":
             return SCALARS[leaf[1]]
         if leaf[0] == "kept":
-            return leaf[1]
+            return NoisyLeaf() if leaf[1] is NoisyLeaf else leaf[1]
         kind, dtype, n = leaf
         a = rp.build_numpy(rp.Layout(dtype, (n,)))
         sources[path] = a
         return a if kind == "array" else a.__dlpack__() if kind == "capsule" else DLPackOnly(a)
     kind, keys, children = spec
-    label = (lambda k: f"[{k!r}]") if kind == "dict" else (lambda i: f"[{i}]")
+    label = (lambda k: f"[{k!r}]") if kind in KEYED else (lambda i: f"[{i}]")
     built = [_build(c, sources, path + label(k)) for k, c in zip(keys, children)]
-    if kind == "dict":
-        return dict(zip(keys, built))
+    if kind in KEYED:
+        return KEYED[kind](dict(zip(keys, built)))
+    if kind == "noisy":
+        return Noisy(*built)
     return built if kind == "list" else tuple(built) if kind == "tuple" else Box(*built)
+
+
+def leaf_paths(spec: Any, path: str = "") -> set[str]:
+    """The path of every leaf of ``spec``, spelled as interop names them."""
+    if spec[0] == "leaf":
+        return {path}
+    kind, keys, children = spec
+    label = (lambda k: f"[{k!r}]") if kind in KEYED else (lambda i: f"[{i}]")
+    return {p for k, c in zip(keys, children) for p in leaf_paths(c, path + label(k))}
+
+
+def quietly(call: Any, here: str) -> Any:
+    """``call()``, failing on any warning but a ``NarrowingWarning`` (a ``repr`` run while
+    planning warns); returns its result and the narrowing reasons."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        out = call()
+    others = [w for w in got if not issubclass(w.category, NarrowingWarning)]
+    assert not others, f"{here}\n{[str(w.message) for w in others]}"
+    return out, " ".join(str(w.message) for w in got)
+
+
+def named_leaves(text: str) -> set[str]:
+    """The leaf paths a message names (``leaf ['k'][0]: ...``)."""
+    return set(re.findall(r"leaf (\S+): ", text))
 
 
 def _leaves(x: Any, out: Any, path: str, found: dict, here: str) -> None:
     """Check ``out`` has ``x``'s node types and keys; gather ``{path: result leaf}``."""
-    if isinstance(x, dict):
-        assert type(out) is dict, f"{here}\n{path}: {type(out)}"
-        assert [(type(k), repr(k)) for k in out] == [(type(k), repr(k)) for k in x], (
-            f"{here}\n{path}: keys {list(out)} for {list(x)}")
-        for (k, v), r in zip(x.items(), out.values()):
+    if isinstance(x, (dict, KeyedNode, JaxKeyed)):
+        assert type(out) is type(x), f"{here}\n{path}: {type(out)}"
+        xd, od = (x, out) if isinstance(x, dict) else (x.items, out.items)
+        assert [(type(k), repr(k)) for k in od] == [(type(k), repr(k)) for k in xd], (
+            f"{here}\n{path}: keys {list(od)} for {list(xd)}")
+        for (k, v), r in zip(xd.items(), od.values()):
             _leaves(v, r, f"{path}[{k!r}]", found, here)
-    elif isinstance(x, (list, tuple, Box)):
+    elif isinstance(x, (list, tuple, Box)) or type(x) is Noisy:
         assert type(out) is type(x), f"{here}\n{path}: {type(out)} for {type(x)}"
-        xs, rs = (x.children, out.children) if isinstance(x, Box) else (x, out)
+        xs, rs = (x.children, out.children) if isinstance(x, (Box, Noisy)) else (x, out)
         assert len(xs) == len(rs), f"{here}\n{path}"
         for i, (v, r) in enumerate(zip(xs, rs)):
             _leaves(v, r, f"{path}[{i}]", found, here)
@@ -134,15 +199,18 @@ def check_odd(spec: Any, tgt: str, copy: bool | None) -> rp.Outcome:
     """The contract for one structure (see the module doc); what it did."""
     opts = {"structure": "tree"} if tgt == "pyarrow" else {}
     here = f"{spec!r} -> {tgt}, copy={copy}"
-    plan = interop.explain(build(spec, {}), tgt, copy=copy, **opts)
-    can = interop.can_convert(build(spec, {}), tgt, copy=copy, **opts)
+    plan, _ = quietly(lambda: interop.explain(build(spec, {}), tgt, copy=copy, **opts), here)
+    can, _ = quietly(lambda: interop.can_convert(build(spec, {}), tgt, copy=copy, **opts), here)
     sources: dict = {}
     value = build(spec, sources)
     try:
-        out, err = interop.to_framework(value, tgt, copy=copy, **opts), None
+        (out, why), err = quietly(lambda: interop.to_framework(value, tgt, copy=copy, **opts),
+                                  here), None
     except InteropError as e:
-        out, err = None, e
+        out, why, err = None, "", e
     assert plan.supported == can == (err is None), f"{here}\n{plan}\ncan={can} {err!r}"
+    named = named_leaves(why) | named_leaves(str(err) if err is not None else "")
+    assert named <= leaf_paths(spec), f"{here}\nnames {named}, not its leaves:\n{why}\n{err}"
     outcome = rp.Outcome(empty=not sources, supported=err is None)
     if err is not None:
         return outcome
@@ -170,9 +238,11 @@ def check_odd(spec: Any, tgt: str, copy: bool | None) -> rp.Outcome:
 @pytest.mark.parametrize("tgt", TARGETS)
 def test_odd_structures_keep_the_contract(tgt: str) -> None:
     @rp._settings()
-    @given(st.lists(odd_specs(root="dict"), min_size=2, max_size=3), st.sampled_from(
-        [None, False, True]))
-    def prop(specs: list, copy: bool | None) -> None:
+    @given(st.data(), st.sampled_from([None, False, True]))
+    def prop(data: Any, copy: bool | None) -> None:
+        root = data.draw(st.sampled_from(list(KEYED)))
+        specs = data.draw(st.lists(odd_specs(root=root), min_size=2, max_size=3))
+        specs += [data.draw(twin(specs[0])), specs[0]]  # equal keys of other types, and back
         for spec in specs:  # one root type: each may run the plan kept for another
             rp._record("structure", tgt, check_odd(spec, tgt, copy))
 

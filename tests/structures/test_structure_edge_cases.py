@@ -5,6 +5,7 @@ dicts of DLPack leaves read as tables. Truth from the frameworks' own values and
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 
 import numpy as np
@@ -12,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import interop
-from helpers import DLPackOnly
+from helpers import DLPackOnly, JaxKeyed, KeyedNode, Noisy, NoisyLeaf, register_nodes
 from interop.errors import InteropError
 
 # ---- item 2: a kept plan runs only for the same keys ----------------------------------------
@@ -179,3 +180,65 @@ def test_device_data_moved_to_the_host_lands_there():
         np.testing.assert_array_equal(np.asarray(out), a)
         if tgt == "jax":
             assert out.devices() == {jax.devices("cpu")[0]}
+
+
+# ---- issue 51 item 2: keys of another type are another structure, for every node kind --------
+
+def _keyed(kind: str, items: dict) -> object:
+    from collections import defaultdict
+
+    if kind == "defaultdict":
+        return defaultdict(list, items)
+    register_nodes()
+    return KeyedNode(items) if kind == "optree" else JaxKeyed(items)
+
+
+def _keys_of(out: object) -> list:
+    return list(out) if isinstance(out, dict) else list(out.items)
+
+
+@pytest.mark.parametrize(("first", "second"), EQUAL_KEYS)
+@pytest.mark.parametrize("kind", ["defaultdict", "optree", "jax"])
+def test_a_kept_generic_node_plan_names_leaves_by_the_callers_keys(first, second, kind):
+    import warnings
+
+    from interop.errors import NarrowingWarning
+
+    a = np.arange(3.0)  # float64: JAX narrows it, and the warning names the leaf
+    for key in (first, second, first):  # each runs after the other's plan was kept
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            out = interop.to_framework(_keyed(kind, {key: a, "b": [a]}), "jax")
+        (k,) = [k for k in _keys_of(out) if k != "b"]
+        assert type(k) is type(key) and repr(k) == repr(key)
+        why = [str(w.message) for w in got if issubclass(w.category, NarrowingWarning)]
+        assert len(why) == 1 and f"leaf [{key!r}]:" in why[0], why
+        bad = _keyed(kind, {key: np.array(["x"]), "b": [a]})  # strings: torch has no such dtype
+        with pytest.raises(InteropError, match=rf"leaf \[{re.escape(repr(key))}\]"):
+            interop.to_framework(bad, "torch")
+        interop.to_framework(_keyed(kind, {key: a, "b": [a]}), "torch")
+
+
+# ---- issue 51 item 3: planning runs no repr of a node or its leaves -----------------------------
+
+@pytest.mark.parametrize("raises", [False, True])
+@pytest.mark.parametrize("tgt", ["torch", "numpy", "jax"])
+def test_planning_a_jax_node_runs_no_repr(raises, tgt):
+    import warnings
+
+    import pandas as pd
+
+    register_nodes()
+    leaf = NoisyLeaf(raises=raises)  # a leaf nobody reads, kept: its repr must not run either
+    s = pd.Series(np.array([1.0, 2.0], np.float16))  # its repr overflows in a cast (a warning)
+    before = Noisy.calls
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):  # planned, then the kept plan
+            x = Noisy(np.arange(3, dtype=np.float32), s, leaf, raises=raises)
+            plan = interop.explain(x, tgt)
+            assert plan.supported and interop.can_convert(x, tgt)
+            out = interop.to_framework(x, tgt)
+            assert type(out) is Noisy and out.children[2] is leaf
+            np.testing.assert_array_equal(np.asarray(out.children[1]), s.to_numpy())
+    assert Noisy.calls == before

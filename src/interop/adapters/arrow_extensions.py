@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InteropError, MalformedError, NullsError, UnsupportedConversionError
+from ..memo import extension_name
 from . import arrow_nested
 from .base import CompositeAdapter, Parts, instance_test
 
@@ -45,11 +46,6 @@ def _np() -> Any:
     import numpy as np
 
     return np
-
-
-def extension_name(t: Any) -> str:
-    """The registered extension name of an Arrow type (empty for a type of Arrow's own)."""
-    return getattr(t, "extension_name", "") or ""
 
 
 def _meta(t: Any) -> Any:
@@ -279,7 +275,7 @@ def ours(t: Any) -> bool:
     """Whether arrays of ``t`` are this kind's: an extension type other than the canonical
     tensor (which :mod:`~interop.adapters.arrow_nested` reads), read by :data:`READERS` or
     refused by name."""
-    return extension_name(t) not in ("", "arrow.fixed_shape_tensor")
+    return extension_name(t) not in (None, arrow_nested.TENSOR)
 
 
 # ---- the kind --------------------------------------------------------------------------------
@@ -320,16 +316,6 @@ def _unknown(x: Any) -> str:
             f"{extension_name(t)!r} (it reads Ray Data's, Hugging Face datasets' and Daft's "
             f"tensor types and arrow.fixed_shape_tensor); convert {storage} if its values "
             "are what you want, or cast it to a type interop reads")
-
-
-def chunked_refusal(x: Any) -> str:
-    """Why a bare ``ChunkedArray`` of an extension type of :func:`ours` is refused (pyarrow's
-    adapter owns that type): naming its extension name and storage type, and what converts."""
-    if extension_name(x.type) not in READERS:
-        return _unknown(x)
-    return (f"{_describe(x)}: interop reads this extension type's arrays and table columns, "
-            "not a bare ChunkedArray of it yet: convert its chunk (x.chunk(0)), its chunks "
-            "joined (pyarrow.concat_arrays(x.chunks), a copy), or the table it came from")
 
 
 def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:

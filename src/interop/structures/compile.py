@@ -7,9 +7,11 @@ leaf types) before it converts any leaf, and raises :class:`Mismatch` at the fir
 difference: the caller then plans the value afresh, and no leaf was used (a DLPack capsule
 is consumed by its conversion).
 
-Keys match when they are the same key: equal, of the same type, and (for keys other than
-strings, ints, bools, bytes and ``None``) of the same ``repr``; ``{1: a}`` does not run the
-plan made for ``{True: a}``, which would give back the other dict's keys.
+Keys match when they are the same key (:func:`same`): equal and of the same type, all the way
+down; ``{1: a}`` does not run the plan made for ``{True: a}``, which would name its leaves by
+the other dict's keys. The same holds for every kind of node: a generic node's registry
+metadata (where optree keeps a ``defaultdict``'s keys) is matched by :func:`same` too. A
+converted dict holds the value's own keys.
 
 An :class:`~interop.errors.InteropError` from a leaf is raised again, of the same class,
 naming the leaf's path (``['layers'][3]['w']``); nothing converted before it is returned.
@@ -17,6 +19,7 @@ naming the leaf's path (``['layers'][3]['w']``); nothing converted before it is 
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -83,20 +86,20 @@ def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
             checks[-1], run, _ = _compile(c, leaf_plan, narrows)
             fns.append(run)
     node = tree.node
-    ktypes, kreprs = key_facts(node.keys) if node.kind == DICT else ((), None)
+    ktypes, strict = key_facts(node.keys) if node.kind == DICT else ((), False)
     if node.kind != GENERIC and len(types) <= SMALL:
         shape = tuple("N" if isinstance(c, Tree) else "K" if isinstance(c, Kept) else "L"
                       for c in tree.children)
-        key = (node.kind, shape, kreprs is not None)
+        key = (node.kind, shape, strict)
         make = _MAKERS.get(key)
         if make is None:
             make = _MAKERS[key] = _straight(*key)
         rebuild = rebuilder(node.type) if node.kind == DICT else None
-        return make(node.type, len(types), node.keys, ktypes, kreprs, tuple(types), tuple(fns),
+        return make(node.type, len(types), node.keys, ktypes, same, tuple(types), tuple(fns),
                     tuple(checks), tuple(paths), rebuild)
     children = _children_check(tuple(types), tuple(checks))
     if node.kind == DICT:
-        return (_dict_check(node.type, node.keys, ktypes, kreprs, children),
+        return (_dict_check(node.type, node.keys, ktypes, strict, children),
                 _dict_run(node.type, node.keys, tuple(fns), paths), None)
     seq = _sequence(tuple(fns), tuple(paths))
     if node.kind == GENERIC:
@@ -111,12 +114,40 @@ _PLAIN_KEYS = (str, int, bool, bytes, type(None))
 ``0.0``; nor for tuples: ``(1,)`` and ``(True,)``)."""
 
 
-def key_facts(keys: tuple) -> tuple[tuple, tuple | None]:
+def key_facts(keys: tuple) -> tuple[tuple, bool]:
     """What a dict's keys must match to be the same keys as ``keys`` (see the module doc),
-    besides equality: their types, and their reprs (``None`` where equality and type
-    decide)."""
+    besides equality: their types, and whether equality and type do not decide (then
+    :func:`same` does)."""
     types = tuple(map(type, keys))
-    return types, None if all(t in _PLAIN_KEYS for t in types) else tuple(map(repr, keys))
+    return types, not all(t in _PLAIN_KEYS for t in types)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` (keys, or a node's registry metadata) are the same: one object,
+    or of one type and equal all the way down (the items of tuples, lists and dicts in order,
+    of sets with their types, a float's sign of zero), so ``True``, ``1`` and ``1.0`` differ.
+    It formats nothing (no ``repr``); values that cannot say whether they are equal never
+    are."""
+    if a is b:
+        return True
+    tp = type(a)
+    if tp is not type(b):
+        return False
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, dict):
+        return len(a) == len(b) and same(tuple(a), tuple(b)) and same(tuple(a.values()),
+                                                                    tuple(b.values()))
+    try:
+        if isinstance(a, (set, frozenset)):
+            return {(type(k), k) for k in a} == {(type(k), k) for k in b}
+        if isinstance(a, float):
+            return bool(a == b) and math.copysign(1.0, a) == math.copysign(1.0, b)
+        if isinstance(a, complex):
+            return same(a.real, b.real) and same(a.imag, b.imag)
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 SMALL = 16
@@ -132,7 +163,8 @@ def _straight(kind: str, shape: tuple[str, ...],
               strict: bool) -> Callable[..., tuple[Check, Convert, Convert]]:
     """The maker of a node's check, run and both in one (``whole``) for ``kind`` and
     ``shape`` (per child ``"L"``: an array leaf, ``"K"``: a leaf kept, ``"N"``: a nested
-    node); ``strict``: keys are matched by ``repr`` too. For a dict of an array leaf and a
+    node); ``strict``: keys are matched by :func:`same` too, and the result holds the
+    value's own keys. For a dict of an array leaf and a
     nested node ``whole`` reads::
 
         def whole(x):
@@ -155,12 +187,12 @@ def _straight(kind: str, shape: tuple[str, ...],
     n = len(shape)
     names = lambda p: ", ".join(f"{p}{i}" for i in range(n)) + "," if n else ""  # noqa: E731
     values = f"{names('v')} = {'x.values()' if kind == DICT else 'x'}"
-    same = ""
+    keyed = ""
     if kind == DICT:
-        same = " or tuple(x) != keys or tuple(map(type, x)) != ktypes" + (
-            " or tuple(map(repr, x)) != kreprs" if strict else "")
-    check = [f"if type(x) is not T or len(x) != N{same}:", "    raise Mismatch"]
-    convert = []
+        keyed = " or tuple(x) != keys or tuple(map(type, x)) != ktypes" + (
+            " or not same(tuple(x), keys)" if strict else "")
+    check = [f"if type(x) is not T or len(x) != N{keyed}:", "    raise Mismatch"]
+    convert = [f"{names('k')} = x"] if strict and n else []  # the value's own keys
     if n:
         check += [values, "if " + " or ".join(f"type(v{i}) is not t{i}" for i in range(n))
                   + ":", "    raise Mismatch"]
@@ -182,7 +214,7 @@ def _straight(kind: str, shape: tuple[str, ...],
                                                        ("k", "keys"))] if n else []
     bodies = (("check", check), ("run", ([values] if n else []) + convert),
               ("whole", check + convert))
-    source = ("def make(T, N, keys, ktypes, kreprs, types, fns, checks, paths, rebuild):\n"
+    source = ("def make(T, N, keys, ktypes, same, types, fns, checks, paths, rebuild):\n"
               + "".join(f"    {line}\n" for line in unpack)
               + "".join(f"    def {name}(x):\n" + "".join(f"        {line}\n" for line in body)
                         for name, body in bodies)
@@ -240,14 +272,13 @@ def _children_check(types: tuple, checks: tuple) -> Check:
     return check
 
 
-def _dict_check(tp: type, keys: tuple, ktypes: tuple, kreprs: tuple | None,
+def _dict_check(tp: type, keys: tuple, ktypes: tuple, strict: bool,
                 children: Check) -> Check:
     n = len(keys)
 
     def check(x: Any) -> None:
         if (type(x) is not tp or len(x) != n or tuple(x) != keys
-                or tuple(map(type, x)) != ktypes
-                or (kreprs is not None and tuple(map(repr, x)) != kreprs)):
+                or tuple(map(type, x)) != ktypes or (strict and not same(tuple(x), keys))):
             raise Mismatch
         children(x.values())
 
@@ -262,7 +293,7 @@ def _dict_run(tp: type, keys: tuple, fns: tuple, paths: list) -> Convert:
         out = {}
         k = None
         try:
-            for k, v, f in zip(keys, x.values(), fns):
+            for k, v, f in zip(x, x.values(), fns):  # the value's own keys
                 out[k] = v if f is None else f(v)
         except InteropError as e:
             if at[k] is None:  # a nested node named its leaf already
@@ -314,7 +345,7 @@ def _generic_run(tp: type, n: int, meta: Any, flatten: Callable, unflatten: Call
         if type(x) is not tp:
             raise Mismatch
         values, m = flatten(x)
-        if len(values) != n or not _same(m, meta):
+        if len(values) != n or not same(m, meta):
             raise Mismatch
         children(values)
 
@@ -324,10 +355,3 @@ def _generic_run(tp: type, n: int, meta: Any, flatten: Callable, unflatten: Call
 
     return check, run
 
-
-def _same(a: Any, b: Any) -> bool:
-    """Whether two nodes' metadata are equal (metadata that cannot say never are)."""
-    try:
-        return bool(a == b)
-    except Exception:
-        return False

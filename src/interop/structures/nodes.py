@@ -105,40 +105,46 @@ def _plain_node(x: Any) -> Node | None:
 
 
 def _optree_node(optree: Any, x: Any) -> Node | None:
-    try:
-        one = optree.tree_flatten_one_level(x, none_is_leaf=True)
-    except ValueError:  # optree's answer for a leaf
+    """``x`` as optree's registry takes it apart, or ``None`` for a leaf. What ``x`` is is
+    asked first (``tree_is_leaf``): taking a leaf apart raises a ``ValueError`` whose message
+    formats the value's ``repr`` (the user's, and its leaves'), which planning never runs."""
+    if optree.tree_is_leaf(x, none_is_leaf=True):
         return None
-    tp = type(x)
     plain = _plain_node(x)
     if plain is not None:
         return plain
+    tp = type(x)
     if optree.is_namedtuple_class(tp):
         fields = tuple(tp._fields)
         return Node(NAMEDTUPLE, tp, fields, list(x), tuple(f".{f}" for f in fields))
+    one = optree.tree_flatten_one_level(x, none_is_leaf=True)
     unflatten = one.unflatten_func
 
-    def flatten(y: Any) -> tuple[list, Any]:
+    def flatten(y: Any) -> tuple[list, Any]:  # the metadata and the keys the node names
         o = optree.tree_flatten_one_level(y, none_is_leaf=True)
-        return o.children, o.metadata
+        return o.children, (o.metadata, o.entries)
 
     return Node(GENERIC, tp, tuple(one.entries), list(one.children),
-                tuple(f"[{e!r}]" for e in one.entries), one.metadata, flatten, unflatten)
+                tuple(f"[{e!r}]" for e in one.entries), (one.metadata, one.entries), flatten,
+                lambda meta, children: unflatten(meta[0], children))
 
 
 def _jax_node(x: Any) -> Node | None:
     tu = sys.modules["jax"].tree_util
 
     def flatten(y: Any) -> tuple[list, Any]:
-        return tu.tree_flatten(y, is_leaf=lambda z: z is not y)
+        children, treedef = tu.tree_flatten(y, is_leaf=lambda z: z is not y)
+        # JAX compares treedefs' node data with ==: the root's own, compared as keys are
+        return children, (treedef, treedef.node_data())
 
-    children, treedef = flatten(x)
+    children, meta = flatten(x)
+    treedef = meta[0]
     if treedef.num_nodes == 1 and treedef.num_leaves == 1:  # a leaf (a node of no children
         return None                                          # is an empty node, not a leaf)
     paths, _ = tu.tree_flatten_with_path(x, is_leaf=lambda z: z is not x)
     labels = tuple(_jax_label(tu, p[0]) for p, _ in paths)
-    return Node(GENERIC, type(x), labels, children, labels, treedef, flatten,
-                lambda treedef, ch: treedef.unflatten(ch))
+    return Node(GENERIC, type(x), labels, children, labels, meta, flatten,
+                lambda meta, ch: meta[0].unflatten(ch))
 
 
 def _jax_label(tu: Any, key: Any) -> str:
