@@ -331,13 +331,25 @@ def _sparse_reformat(x: Any, layout: str) -> Any:
     if layout not in ("csr", "csc", "coo", "bsr"):
         raise UnsupportedConversionError(f"format={layout!r}: not a sparse layout (csr, csc, "
                                          "coo, bsr or dense)")
-    return x.to_scipy().asformat(layout)
+    m = x.to_scipy()
+    if m.dtype != x.to_numpy()[0].dtype:
+        raise UnsupportedConversionError(
+            f"format={layout!r}: Arrow changes a sparse layout through SciPy (to_scipy), "
+            f"which turns {x.to_numpy()[0].dtype} values into {m.dtype}; format='dense' keeps "
+            "them, or convert to a framework that holds them first")
+    return m.asformat(layout)
 
 
 _INT64 = ("int64",)
-_CANONICAL = sparse.Needs(index_dtypes=_INT64, canonical=True)
+_ARROW_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                 "float16", "float32", "float64")
+"""The value dtypes Arrow's sparse tensors hold (``from_numpy``: no complex (Arrow's
+``ArrowNotImplementedError``), and bool comes back as uint8)."""
+_CANONICAL = sparse.Needs(index_dtypes=_INT64, canonical=True, strided=False,
+                          data_dtypes=_ARROW_DTYPES)
 """Arrow's dense form of a value overwrites a duplicate entry (SciPy, torch and JAX sum
-them): duplicates are summed, and the entries sorted, before Arrow sees them."""
+them): duplicates are summed, and the entries sorted, before Arrow sees them. Its
+``from_numpy`` reads every buffer as compact (a strided view would be read wrong)."""
 SPARSE = sparse.kind(
     name="pyarrow.sparse",
     modules=("pyarrow",),
@@ -349,7 +361,8 @@ SPARSE = sparse.kind(
     dense="numpy",
     layouts=("csr", "csc", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=_INT64, coords=sparse.NNZ_FIRST, ndims=None,
-                               strided_coords=False, canonical=True, empty=False),
+                               strided=False, canonical=True, empty=False,
+                               data_dtypes=_ARROW_DTYPES),
            "csr": _CANONICAL, "csc": _CANONICAL},
     reformat=_sparse_reformat,
 )

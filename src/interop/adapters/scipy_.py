@@ -93,8 +93,10 @@ SPARSE = sparse.kind(
     dense="numpy",
     layouts=_BUILT,
     needs={layout: sparse.Needs(ndims=None if layout == "coo" else (2,),
+                                nd_index_dtypes=("int64",) if layout == "coo" else None,
                                 data_dtypes=_SCIPY_DTYPES) for layout in _BUILT},
     reformat=sparse.asformat,
+    serves=("numpy",),
 )
 
 ADAPTERS = (SPARSE,)

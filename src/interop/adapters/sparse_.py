@@ -20,6 +20,8 @@ def _parts(x: Any) -> Parts:
         if x.fill_value != 0:
             return Parts(f"coo with fill value {x.fill_value}", (), (("shape", x.shape),))
         return sparse.coo(x.data, x.coords, x.shape)
+    if x.fill_value != 0:
+        return Parts(f"gcxs with fill value {x.fill_value}", (), (("shape", x.shape),))
     layout = _AXES.get(tuple(x.compressed_axes)) if x.ndim == 2 else None
     if layout is None:
         return Parts(f"gcxs compressed along {x.compressed_axes} of {x.ndim} dimensions", (),
