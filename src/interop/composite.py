@@ -22,8 +22,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .adapters.base import CompositeAdapter, Fix, Parts
-from .errors import (InteropError, MalformedError, NullsError, UnsupportedConversionError,
-                     ZeroCopyError)
+from .errors import (
+    InteropError,
+    MalformedError,
+    NullsError,
+    UnsupportedConversionError,
+    ZeroCopyError,
+)
 
 Convert = Callable[[Any], Any]
 FORMAT = "format"

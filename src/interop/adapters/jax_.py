@@ -441,7 +441,7 @@ SPARSE = sparse.kind(
     of="jax",
     layouts=("csr", "coo"),
     needs={"coo": sparse.Needs(coords=sparse.NNZ_FIRST, ndims=None),
-           "csr": sparse.Needs(batched=True)},
+           "csr": sparse.Needs(batched=True, padded=True)},
     reformat=_sparse_reformat,
 )
 

@@ -58,6 +58,9 @@ class Needs:
     """The numbers of dimensions it builds (``None``: any)."""
     batched: bool = False
     """It builds CSR/CSC with leading batch dimensions."""
+    padded: bool = False
+    """It builds a batch whose matrices hold fewer entries than the batch's nnz, padded
+    after their last row (JAX's BCSR; torch needs the same count in every matrix)."""
     empty: bool = True
     """It builds a value with no stored entries (Arrow's COO tensor refuses an empty index)."""
     data_dtypes: tuple[str, ...] | None = None
@@ -119,10 +122,11 @@ def check(reg: Any, parts: Parts) -> Parts:
     if parts.layout == "coo":
         coords = host["coords"].T if parts.get("coords") == NNZ_FIRST else host["coords"]
         found, top = _check_coo(np, dims, parts.array("data"), coords)
+        padded = False
     else:
-        found, top = _check_compressed(np, parts.layout, dims, parts.array("data"),
-                                       host["indices"], host["indptr"])
-    return parts.replace(canonical=found, index_max=top, checked=True)
+        found, top, padded = _check_compressed(np, parts.layout, dims, parts.array("data"),
+                                               host["indices"], host["indptr"])
+    return parts.replace(canonical=found, index_max=top, padded=padded, checked=True)
 
 
 def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...]]:
@@ -189,6 +193,11 @@ def _refuse_unbuildable(reg: Any, parts: Parts, builder: Any, needs: Needs) -> N
             raise UnsupportedConversionError(
                 f"{builder.of} holds sparse values of {', '.join(needs.data_dtypes)} only, "
                 f"not {name}: cast the values first, or format='dense'")
+    if parts.get("padded") and not needs.padded:
+        raise UnsupportedConversionError(
+            f"{builder.of} builds batched {parts.layout} values whose matrices hold the same "
+            f"number of entries; this one's (shape {dims}) hold fewer than its nnz, padded "
+            "after (JAX's batched BCSR): format='dense', or convert each matrix")
     if not needs.empty and not parts.array("data").shape[0]:
         raise UnsupportedConversionError(
             f"{builder.of} builds no {parts.layout} value without stored entries; "
@@ -218,8 +227,10 @@ def _refuse_narrowed(reg: Any, parts: Parts, builder: Any, host: dict[str, Any])
 
 
 def _check_compressed(np: Any, layout: str, dims: tuple[int, ...], data: Any, indices: Any,
-                      indptr: Any) -> bool:
-    """Checks a CSR/CSC/BSR value; whether its indices are sorted and distinct in each row."""
+                      indptr: Any) -> tuple[bool, int, bool]:
+    """Checks a CSR/CSC/BSR value; whether its indices are sorted and distinct in each row,
+    the largest index (or pointer), and whether a batch's matrices are padded (hold fewer
+    entries than its nnz: JAX's batched BCSR)."""
     block = (1, 1)
     if layout == "bsr":
         block = tuple(int(n) for n in data.shape[-2:])
@@ -244,29 +255,37 @@ def _check_compressed(np: Any, layout: str, dims: tuple[int, ...], data: Any, in
             layout == "bsr" and data.shape[0] != nnz):
         raise MalformedError(f"the {what} has {nnz} indices per matrix but data of shape "
                              f"{tuple(data.shape)}")
-    if ptr.size and (np.any(ptr[:, 0] != 0) or np.any(ptr[:, -1] != nnz)):
-        raise MalformedError(f"the {what} has indptr starting at {ptr[:, 0].min()} and ending at "
-                             f"{ptr[:, -1].max()}; it runs from 0 to the {nnz} stored entries")
+    # a batch's matrices may hold fewer entries than its nnz, padded after (JAX's BCSR)
+    ends = ptr[:, -1] if ptr.size else ptr.reshape(-1)
+    wrong = np.flatnonzero((ends != nnz) if not batch else (ends > nnz))
+    if ptr.size and (np.any(ptr[:, 0] != 0) or wrong.size):
+        at = int(wrong[0]) if wrong.size else int(np.flatnonzero(ptr[:, 0] != 0)[0])
+        raise MalformedError(f"the {what} has indptr{f' of matrix {at}' if batch else ''} "
+                             f"running from {ptr[at, 0]} to {ptr[at, -1]}; it runs from 0 to "
+                             f"the {nnz} stored entries" + (" (or fewer)" if batch else ""))
     if rows and np.any(ptr[:, 1:] < ptr[:, :-1]):
         raise MalformedError(f"the {what} has decreasing index pointers (indptr)")
+    padded = bool(ptr.size and np.any(ends < nnz))
     if not nnz:
-        return True, int(ptr.max()) if ptr.size else 0
+        return True, int(ptr.max()) if ptr.size else 0, padded
     # one pass: each index above the one before it, except where a row starts
     step = np.greater(idx[:, 1:], idx[:, :-1])
     for b in range(ptr.shape[0]):
-        starts = ptr[b, 1:-1]
+        starts = ptr[b, 1:]
         step[b, starts[(starts > 0) & (starts < nnz)] - 1] = True
+        step[b, max(int(ends[b]) - 1, 0):] = True  # the padding after the last row
     ordered = bool(step.all())
     if ordered:  # each row's first and last index bound the rest: O(rows) reads
         filled = ptr[:, 1:] > ptr[:, :-1]
         low = idx[np.nonzero(filled)[0], ptr[:, :-1][filled]]
         high = idx[np.nonzero(filled)[0], ptr[:, 1:][filled] - 1]
     else:
-        low, high = idx, idx
-    if low.min() < 0 or high.max() >= cols:
-        raise MalformedError(f"the {what} has indices from {idx.min()} to {idx.max()}; "
+        stored = np.arange(nnz)[None, :] < ends[:, None]
+        low = high = idx[stored]
+    if low.size and (low.min() < 0 or high.max() >= cols):
+        raise MalformedError(f"the {what} has indices from {low.min()} to {high.max()}; "
                              f"they must lie in [0, {cols})")
-    return ordered, max(int(high.max()), nnz)
+    return ordered, max(int(high.max()) if high.size else 0, nnz), padded
 
 
 def _check_coo(np: Any, dims: tuple[int, ...], data: Any, coords: Any) -> tuple[bool, int]:
@@ -386,9 +405,9 @@ def _canonicalised(reg: Any, parts: Parts) -> Parts:
                              canonical=True)
     indices, indptr = _host(reg, parts.array("indices")), _host(reg, parts.array("indptr"))
     if indptr.ndim != 1:
-        raise UnsupportedConversionError(f"a batched {parts.layout} value with unsorted or duplicate "
-                           "indices: sort each matrix first (the target requires sorted, "
-                           "distinct indices)")
+        raise UnsupportedConversionError(
+            f"a batched {parts.layout} value with unsorted or duplicate indices: sort each "
+            "matrix first (the target requires sorted, distinct indices)")
     rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
     order = np.lexsort((indices, rows))
     rows, cols = rows[order], indices[order]

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..adapters.base import CompositeAdapter, StructureAdapter
+from ..adapters.base import StructureAdapter
 from ..errors import InteropError
 from ..tables import TABLE_TARGETS
 from .nodes import DICT, TUPLE, is_node
