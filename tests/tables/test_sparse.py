@@ -282,7 +282,7 @@ BAD = {
     "negative index": ((np.ones(2), np.array([-1, 0]), np.array([0, 2])), "indices from"),
     "decreasing indptr": ((np.ones(2), np.array([0, 1]), np.array([0, 2, 1, 2])),
                           "decreasing"),
-    "indptr past nnz": ((np.ones(2), np.array([0, 1]), np.array([0, 3])), "ending at"),
+    "indptr past nnz": ((np.ones(2), np.array([0, 1]), np.array([0, 3])), "running from 0 to 3"),
 }
 
 
