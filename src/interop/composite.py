@@ -32,6 +32,8 @@ from .errors import (
 )
 
 Convert = Callable[[Any], Any]
+SHARED = "shared with the source (no copy): "
+"""How ``explain`` begins the line naming the buffers a composite plan shares."""
 FORMAT = "format"
 """The option naming the layout of the result (``"csr"``, ``"coo"`` ... ``"dense"``)."""
 
@@ -147,7 +149,8 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
             return Plan(adapter.name, tgt, (step,), False, (str(e),), supported=False,
                         error="memory" if isinstance(e, TooLargeError) else "unsupported")
         rest = reg.explain(again, tgt, device, copy)
-        return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *rest.reasons),
+        later = tuple(r for r in rest.reasons if not r.startswith(SHARED))  # (of the new value)
+        return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *later),
                     (), rest.supported, rest.error)
     blocked_why = blocked(adapter, parts, copy)
     if blocked_why is not None:
@@ -184,7 +187,7 @@ def _shared(layout: str, plans: list[tuple[Any, Any]], fixes: tuple[Fix, ...]) -
     own plan is zero-copy), or none."""
     fixed = {r for f in fixes for r in f.roles}
     roles = [str(role) for role, p in plans if p.zero_copy and role not in fixed]
-    return (f"shared with the source (no copy): {layout} {', '.join(roles)}",) if roles else ()
+    return (f"{SHARED}{layout} {', '.join(roles)}",) if roles else ()
 
 
 def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:

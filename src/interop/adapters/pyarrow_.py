@@ -349,13 +349,13 @@ def _sparse_reformat(x: Any, layout: str) -> Any:
     if layout not in ("csr", "csc", "coo", "bsr"):
         raise UnsupportedConversionError(f"format={layout!r}: not a sparse layout (csr, csc, "
                                          "coo, bsr or dense)")
-    m = x.to_scipy()
+    m = x.to_scipy().asformat(layout)
     if m.dtype != x.to_numpy()[0].dtype:
         raise UnsupportedConversionError(
             f"format={layout!r}: Arrow changes a sparse layout through SciPy (to_scipy), "
             f"which turns {x.to_numpy()[0].dtype} values into {m.dtype}; format='dense' keeps "
             "them, or convert to a framework that holds them first")
-    return m.asformat(layout)
+    return m
 
 
 _INT64 = ("int64",)
