@@ -277,6 +277,11 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
 
 
 def _sparse_reformat(t: Any, layout: str) -> Any:
+    """``t`` in ``layout`` by paddle's own calls, a COO tensor coalesced first: its dense
+    form overwrites a duplicate entry where every other form sums it (found by the random
+    search of sparse values)."""
+    if t.is_sparse_coo():
+        t = t.coalesce()
     if layout == "dense":
         return t.to_dense()
     if layout == "coo":
