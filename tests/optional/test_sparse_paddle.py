@@ -128,3 +128,14 @@ def test_a_paddle_coo_with_duplicates_densifies_them_summed(paddle):
                                         paddle.to_tensor(np.array([0, 0, 1, 0], np.float32)),
                                         [1])
     assert interop.to_framework(x, "torch", format="dense").tolist() == [1.0]
+
+
+def test_a_shape_past_int32_is_refused_for_paddle(paddle):
+    """paddle's shapes are int32 (a raw IndexError; found by the random search)."""
+    import scipy.sparse as sp
+
+    m = sp.coo_array((np.ones(1, np.float32), (np.array([5]), np.array([0]))),
+                     shape=(2**34, 3))
+    assert not interop.can_convert(m, "paddle")
+    with pytest.raises(UnsupportedConversionError, match="dimensions up to"):
+        interop.to_framework(m, "paddle")

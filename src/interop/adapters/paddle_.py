@@ -309,8 +309,10 @@ SPARSE = sparse.kind(
     of="paddle",
     layouts=("csr", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, empty=False,
-                               canonical=True, strided=False, data_dtypes=_PADDLE_DTYPES),
-           "csr": sparse.Needs(canonical=True, batched=True, data_dtypes=_PADDLE_DTYPES)},
+                               canonical=True, strided=False, data_dtypes=_PADDLE_DTYPES,
+                               max_dim=2**31 - 1),
+           "csr": sparse.Needs(canonical=True, batched=True, data_dtypes=_PADDLE_DTYPES,
+                               max_dim=2**31 - 1)},
     reformat=_sparse_reformat,
     within=True,
 )
