@@ -66,6 +66,8 @@ class Registry:
             if isinstance(adapter, CompositeAdapter):
                 for layout in adapter.layouts if adapter.of else ():
                     self.builders[(adapter.of, layout)] = adapter
+                    for served in adapter.serves:  # (a framework's own kind comes first)
+                        self.builders.setdefault((served, layout), adapter)
                 if adapter.within:
                     self.within[adapter.of or adapter.home] = adapter
             self._changed()

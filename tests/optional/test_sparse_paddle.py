@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
 
 import interop
 from interop.errors import UnsupportedConversionError
@@ -18,6 +20,9 @@ from sparse_samples import (
     check_pair,
     raw,
 )
+from sparse_search import PROFILE, build, check, raws
+from sparse_search import SOURCES as SEARCH_SOURCES
+from sparse_search import TARGETS as SEARCH_TARGETS
 
 pytestmark = [pytest.mark.paddle, *TORCH_NOTICES]
 
@@ -86,3 +91,51 @@ def test_a_dense_paddle_tensor_keeps_its_dense_plan_between_sparse_ones(paddle, 
         sparse_result = (type(y).__name__ == "SparseCOOTensor" if target == "pyarrow"
                          else y.is_sparse)
         assert sparse_result == x.is_sparse()
+
+
+# ---- the random search of sparse values (issue 45), with paddle on one side ----------------
+@PROFILE
+@given(raws(ndims=(1, 2, 3)), st.sampled_from(SEARCH_SOURCES), st.sampled_from(SEARCH_TARGETS),
+       st.sampled_from(("coo", "csr")), st.sampled_from((None, None, "coo", "csr", "dense")),
+       st.booleans())
+def test_random_sparse_values_to_and_from_paddle(r, other, target, layout, fmt, outward):
+    """tests/sparse_search.py's oracle, paddle the source (``outward``) or the target."""
+    source, target = (f"paddle {layout}", target) if outward else (other, "paddle")
+    x = build(source, r)
+    if x is None or (fmt == "dense" and not r.small()):
+        event("not built")
+        return
+    event(check(x, r, target, fmt, False))
+
+
+def test_values_paddle_cannot_hold_are_refused_by_all_three_calls(paddle):
+    """paddle's sparse kernels have no bool or int8 (a raw RuntimeError after explain said
+    yes; found by the random search)."""
+    import scipy.sparse as sp
+
+    for dtype in ("bool", "int8"):
+        m = sp.coo_array(np.eye(3, dtype=dtype))
+        plan = interop.explain(m, "paddle")
+        assert not plan.supported and dtype in plan.reasons[0], plan
+        assert not interop.can_convert(m, "paddle")
+        with pytest.raises(UnsupportedConversionError, match=dtype):
+            interop.to_framework(m, "paddle")
+
+
+def test_a_paddle_coo_with_duplicates_densifies_them_summed(paddle):
+    """paddle's to_dense keeps one of duplicate entries (found by the random search)."""
+    x = paddle.sparse.sparse_coo_tensor(paddle.to_tensor(np.array([[0, 0, 0, 0]])),
+                                        paddle.to_tensor(np.array([0, 0, 1, 0], np.float32)),
+                                        [1])
+    assert interop.to_framework(x, "torch", format="dense").tolist() == [1.0]
+
+
+def test_a_shape_past_int32_is_refused_for_paddle(paddle):
+    """paddle's shapes are int32 (a raw IndexError; found by the random search)."""
+    import scipy.sparse as sp
+
+    m = sp.coo_array((np.ones(1, np.float32), (np.array([5]), np.array([0]))),
+                     shape=(2**34, 3))
+    assert not interop.can_convert(m, "paddle")
+    with pytest.raises(UnsupportedConversionError, match="dimensions up to"):
+        interop.to_framework(m, "paddle")

@@ -277,6 +277,11 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
 
 
 def _sparse_reformat(t: Any, layout: str) -> Any:
+    """``t`` in ``layout`` by paddle's own calls, a COO tensor coalesced first: its dense
+    form overwrites a duplicate entry where every other form sums it (found by the random
+    search of sparse values)."""
+    if t.is_sparse_coo():
+        t = t.coalesce()
     if layout == "dense":
         return t.to_dense()
     if layout == "coo":
@@ -289,6 +294,10 @@ def _sparse_reformat(t: Any, layout: str) -> Any:
 # paddle 3.3 builds no COO tensor without entries (its shape inference reduces over the empty
 # axis and raises; an empty CSR works), and its dense form of a COO tensor overwrites a
 # duplicate entry (SciPy, torch and JAX sum them): duplicates are summed first.
+_PADDLE_DTYPES = ("uint8", "int16", "int32", "int64", "float16", "float32", "float64",
+                  "complex64", "complex128")
+"""The value dtypes paddle's sparse kernels are registered for (its ``sparse_coo_tensor``
+kernel's own list, in its NotFound error: no bool, no int8)."""
 SPARSE = sparse.kind(
     name="paddle.sparse",
     modules=("paddle",),
@@ -300,8 +309,10 @@ SPARSE = sparse.kind(
     of="paddle",
     layouts=("csr", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, empty=False,
-                               canonical=True, strided_coords=False),
-           "csr": sparse.Needs(canonical=True, batched=True)},
+                               canonical=True, strided=False, data_dtypes=_PADDLE_DTYPES,
+                               max_dim=2**31 - 1),
+           "csr": sparse.Needs(canonical=True, batched=True, data_dtypes=_PADDLE_DTYPES,
+                               max_dim=2**31 - 1)},
     reformat=_sparse_reformat,
     within=True,
 )
