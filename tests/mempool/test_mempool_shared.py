@@ -183,7 +183,8 @@ def driver(monkeypatch, log) -> DriverStandIn:
 
 @pytest.fixture
 def clean(monkeypatch):
-    """No allocator variable set, torch not imported, JAX not started, CuPy's allocator kept."""
+    """No allocator variable set, torch not imported, JAX not started (a stand-in of
+    ``jax._src.xla_bridge`` with no backends), CuPy's allocator kept."""
     for var in ENV:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delitem(sys.modules, "torch", raising=False)
@@ -450,6 +451,7 @@ def test_numba_contexts_keep_rmm_after_uninstall(monkeypatch) -> None:
     from numba.cuda.cudadrv import driver as numba_driver
     from rmm.allocators.numba import RMMNumbaManager
 
+    # stand-ins of numba-cuda's Context and Device (driver.py) as the check reads them
     context = SimpleNamespace(memory_manager=RMMNumbaManager(context=None))
     device = SimpleNamespace(id=0, primary_context=context)
     monkeypatch.setattr(numba_driver.driver, "devices", {0: device}, raising=False)

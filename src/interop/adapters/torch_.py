@@ -72,7 +72,33 @@ def _device(t: Any) -> tuple[str, int]:
 
 
 def _export(t: Any) -> Any:
-    return t.detach() if t.requires_grad else t
+    """What is handed to a DLPack consumer: ``t`` (detached), or, for a CUDA tensor off the
+    current device, :class:`_OnItsDevice`."""
+    t = t.detach() if t.requires_grad else t
+    if t.is_cuda and t.device.index != module("torch").cuda.current_device():
+        return _OnItsDevice(t)
+    return t
+
+
+class _OnItsDevice:
+    """A CUDA tensor on a device other than the current one, exported under its own device.
+
+    torch's ``Tensor.__dlpack__`` (``torch/_tensor.py``, torch 2.13) raises ``BufferError("Can't
+    export tensors on a different CUDA device index")`` before it reads ``stream``; under
+    ``torch.cuda.device(t.device)`` it exports, and orders the consumer's ``stream`` after
+    torch's current stream of that device, as it does for a tensor on the current one."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, t: Any) -> None:
+        self.tensor = t
+
+    def __dlpack_device__(self) -> Any:
+        return self.tensor.__dlpack_device__()
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        with module("torch").cuda.device(self.tensor.device):
+            return self.tensor.__dlpack__(**kw)
 
 
 def _layout_obstacle(t: Any) -> str | None:
@@ -168,17 +194,15 @@ def _stream(torch: Any, n: int, device: Any = None) -> Any:
 
 
 def _export_stream(t: Any, stream: int) -> int:
-    """What to pass to ``Tensor.__dlpack__`` for a consumer on ``stream``: ``stream`` itself,
-    or ``-1`` once ordered here where torch cannot: it refuses the per-thread default stream
-    (``BufferError``, torch 2.13), and takes the current device's streams for a tensor on
-    another one. Here the consumer's stream, on the tensor's device, waits for torch's
-    current stream there."""
-    if stream == -1 or t.device.type != "cuda":
+    """What to pass to ``Tensor.__dlpack__`` for a consumer on ``stream``: ``stream`` itself
+    (the export runs under the tensor's device, :class:`_OnItsDevice`, so torch orders it on
+    that device's streams), or ``-1`` for the per-thread default stream (2), which torch
+    refuses (``BufferError``, torch 2.13): here the consumer's stream, on the tensor's device,
+    then waits for torch's current stream there."""
+    if stream != dlpack.STREAM_PER_THREAD or t.device.type != "cuda":
         return stream
     import torch
 
-    if stream != dlpack.STREAM_PER_THREAD and t.device.index == torch.cuda.current_device():
-        return stream
     producer = torch.cuda.current_stream(t.device)
     consumer = _stream(torch, stream, t.device)
     if consumer != producer:
