@@ -15,6 +15,7 @@ import torch
 from test_gpu_rules import DeviceStandIn
 
 import interop
+from interop import devices
 from interop.adapters import torch_
 from interop.adapters.base import ArrayAdapter
 from interop.default import build
@@ -235,6 +236,7 @@ def test_cai_into_torch_honours_minus_one_and_the_producers_device(monkeypatch, 
                                                                      waits):
     streams = TorchCudaStandIn(current_device=0).install(monkeypatch)
     monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: TensorOn(index))
+    monkeypatch.setattr(devices, "pointer_device", lambda ptr: index)  # the runtime's answer
     out = torch_._from_cai(DeviceStandIn(shape=(4,), stream=0x1230), user)
     assert out.device.index == index and streams.waits == waits
 

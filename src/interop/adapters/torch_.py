@@ -71,10 +71,14 @@ def _device(t: Any) -> tuple[str, int]:
     return dev.type, dev.index or 0
 
 
+def _detached(t: Any) -> Any:
+    return t.detach() if t.requires_grad else t
+
+
 def _export(t: Any) -> Any:
     """What is handed to a DLPack consumer: ``t`` (detached), or, for a CUDA tensor off the
     current device, :class:`_OnItsDevice`."""
-    t = t.detach() if t.requires_grad else t
+    t = _detached(t)
     if t.is_cuda and t.device.index != module("torch").cuda.current_device():
         return _OnItsDevice(t)
     return t
@@ -160,20 +164,25 @@ class _Writable:
 
 
 def _from_cai(obj: Any, stream: int | None = None) -> Any:
-    """A tensor over a CAI producer's memory, on the device that holds it (torch reads the
-    pointer's device when none is given; naming one would copy, or mislabel, the data), after
-    the producer's ``stream`` (CAI v3), which torch itself does not wait on: the consumer's
-    ``stream`` (a spec number; ``None``: torch's current stream on that device; ``-1``: no
-    synchronisation) waits for it, both streams taken on the producer's device."""
+    """A tensor over a CAI producer's memory, on the device that holds it, named explicitly:
+    ``torch.as_tensor`` without ``device=`` takes torch's default device
+    (``torch.set_default_device`` puts it into every ``as_tensor`` call,
+    ``torch/utils/_device.py``) and ``.to()``s the data there (``tensor_new.cpp``,
+    ``internal_new_from_data``): a copy to the host under ``"cpu"``, the data lost under
+    ``"meta"``, another GPU's label or copy under ``"cuda:N"``. Then the producer's ``stream``
+    (CAI v3), which torch itself does not wait on: the consumer's ``stream`` (a spec number;
+    ``None``: torch's current stream on that device; ``-1``: no synchronisation) waits for
+    it, both streams taken on the producer's device."""
     import torch
 
+    from ..devices import pointer_device
     from ..protocols import cai
 
     interface = cai.interface_of(obj)
     view = cai.validate(interface, who=type(obj).__name__)
     if view.readonly:
         obj = _Writable(dict(interface, data=(view.ptr, False)), obj)
-    t = torch.as_tensor(obj)
+    t = torch.as_tensor(obj, device=torch.device("cuda", pointer_device(view.ptr)))
     produced = cai.stream_of(interface)
     if produced is not None and stream != -1 and not cai.sync_disabled():
         consumer = (torch.cuda.current_stream(t.device) if stream is None
@@ -228,7 +237,7 @@ class _Streamed:
 
 
 def _export_cai(t: Any) -> Any:
-    return _Streamed(_export(t))
+    return _Streamed(_detached(t))
 
 
 def _device_copy(t: Any, ts: str | None) -> Any:
