@@ -347,7 +347,8 @@ def test_cupy_async_allocates_from_the_current_pool_and_builds_no_memory_async_p
     before = cupy.cuda.get_allocator()
     driver.current = DEFAULT_POOL  # as share() leaves it
     state = cupy_adapter.install({0: None}, backend="async")
-    assert cupy.cuda.get_allocator() is malloc_async_stand_in
+    assert cupy.cuda.get_allocator() is cupy_adapter.malloc_shared
+    assert cupy.cuda.get_allocator()(1 << 20) == 1 << 20  # through cupy.cuda.malloc_async
     assert log == []  # no pool built, no device visited, no threshold written
     report = cupy_adapter.status("async")
     assert report.routed and "cudaMallocAsync from the device's current pool" in report.reason
@@ -356,6 +357,67 @@ def test_cupy_async_allocates_from_the_current_pool_and_builds_no_memory_async_p
     assert not cupy_adapter.status("async").routed
     assert cupy_adapter.uninstall(state) is None
     assert cupy.cuda.get_allocator() is before
+
+
+class OutOfMemoryStandIn:
+    """``cupy.cuda.malloc_async`` on a full pool, as CuPy 14.2 does it (``memory.pyx``:
+    ``MemoryAsync.__init__`` calls ``runtime.mallocAsync``, which raises the runtime's
+    ``CUDARuntimeError(cudaErrorMemoryAllocation)``) for its first ``fails`` calls; the current
+    stream's ``synchronize`` is recorded (it returns memory freed on it to the pool)."""
+
+    def __init__(self, log: list[str], fails: int, status: int = 2) -> None:
+        self.log, self.fails, self.status = log, fails, status
+
+    def __call__(self, size: int) -> int:
+        self.log.append(f"malloc_async {size}")
+        if self.fails:
+            self.fails -= 1
+            raise cupy.cuda.runtime.CUDARuntimeError(self.status)
+        return size
+
+    def stream(self) -> SimpleNamespace:
+        return SimpleNamespace(synchronize=lambda: self.log.append("synchronize"))
+
+
+@pytest.mark.parametrize("fails", [1, 2, 3])
+def test_cupy_out_of_memory_on_the_shared_pool_is_cupys_out_of_memory_error(
+        clean, cupy_async, driver, log, fails) -> None:
+    """Before, CuPy's allocator on the shared pool was ``malloc_async`` itself: a full pool
+    raised ``CUDARuntimeError`` (a ``RuntimeError``), which neither ``except MemoryError`` nor
+    CuPy's own fallbacks catch, with no retry. Now it retries as ``MemoryAsyncPool.malloc``
+    does (synchronise the current stream, twice) and raises ``OutOfMemoryError``."""
+    full = OutOfMemoryStandIn(log, fails)
+    clean.setattr(cupy.cuda, "malloc_async", full)
+    clean.setattr(cupy.cuda, "get_current_stream", full.stream)
+    driver.current = DEFAULT_POOL
+    state = cupy_adapter.install({0: None}, backend="async")
+    try:
+        allocate = cupy.cuda.get_allocator()
+        if fails < 3:
+            assert allocate(4096) == 4096
+        else:
+            with pytest.raises(MemoryError) as e:
+                allocate(4096)
+            assert isinstance(e.value, cupy.cuda.memory.OutOfMemoryError), type(e.value)
+            assert "Out of memory allocating 4,096 bytes" in str(e.value)
+        tries = min(fails + 1, 3)
+        assert log == ["malloc_async 4096", "synchronize"] * (tries - 1) + ["malloc_async 4096"]
+    finally:
+        cupy_adapter.uninstall(state)
+
+
+def test_cupy_other_runtime_errors_on_the_shared_pool_pass_through(clean, cupy_async, driver,
+                                                                   log) -> None:
+    broken = OutOfMemoryStandIn(log, 1, status=700)  # cudaErrorIllegalAddress: not retried
+    clean.setattr(cupy.cuda, "malloc_async", broken)
+    driver.current = DEFAULT_POOL
+    state = cupy_adapter.install({0: None}, backend="async")
+    try:
+        with pytest.raises(cupy.cuda.runtime.CUDARuntimeError):
+            cupy.cuda.get_allocator()(4096)
+        assert log == ["malloc_async 4096"]
+    finally:
+        cupy_adapter.uninstall(state)
 
 
 def test_cupy_memory_limit_is_refused_on_the_shared_pool(clean, cupy_async, no_device, log):
@@ -517,7 +579,7 @@ def test_use_rmm_pool_async_routes_everyone_then_close_gives_all_back(
             pool.close()
     assert log == [f"current pool {OTHER_POOL:#x}", "threshold 0x0"]
     assert not {"PYTORCH_CUDA_ALLOC_CONF", "XLA_PYTHON_CLIENT_ALLOCATOR"} & set(os.environ)
-    assert cupy.cuda.get_allocator() is not malloc_async_stand_in
+    assert cupy.cuda.get_allocator() is not cupy_adapter.malloc_shared
     assert pool.closed and pool.unrestored == () and mempool.current_pool() is None
 
 
@@ -534,7 +596,7 @@ def test_close_says_what_stays_on_the_default_pool_and_keeps_its_threshold(
     assert "keeps the release threshold torch runs with" in text
     assert log == [f"current pool {OTHER_POOL:#x}"]  # the threshold stays for torch
     assert pool.closed and not pool.pinned_by and [u.name for u in pool.unrestored] == ["torch"]
-    assert cupy.cuda.get_allocator() is not malloc_async_stand_in  # CuPy got its own back
+    assert cupy.cuda.get_allocator() is not cupy_adapter.malloc_shared  # CuPy got its own back
 
 
 def test_torch_imported_first_changes_nothing(clean, cupy_async, no_device, log) -> None:
