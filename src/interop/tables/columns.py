@@ -260,7 +260,9 @@ def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: boo
 
     if not numeric_items(col.type):
         return _unsupported(name, col.type)
-    if col.null_count:
+    # a column on a device: its bitmap is refused, unread, where its rows are read
+    # (arrow_nested); pyarrow would count an unknown null count's bits on the host
+    if getattr(col, "is_cpu", True) and col.null_count:
         if nulls == "raise":
             prep.error = ("nulls", f"column {name!r} ({col.type}) holds {col.null_count} "
                           "nulls")
