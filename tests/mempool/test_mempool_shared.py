@@ -279,6 +279,9 @@ def test_torch_imported_on_cuda_malloc_async_is_routed_natively(clean) -> None:
     assert "natively from the device's default pool" in reason
     assert "torch.cuda.empty_cache() trims the pool for every framework" in reason
     assert "reset_peak_memory_stats() resets the peaks status() reads" in reason
+    # CUDAMallocAsyncAllocator.cpp getDeviceStats: the default pool's used/reserved counters
+    assert ("torch.cuda.memory_allocated() / memory_reserved() count the whole pool (every "
+            "framework's bytes)") in reason
     assert not torch_adapter.status("pool").routed
     assert torch_adapter.uninstall(state) is None  # it was like that before the pool
 
@@ -487,6 +490,83 @@ def test_without_an_initial_size_xla_does_not_preallocate_and_status_says_why(
         pool.close()
 
 
+def test_xla_is_not_let_preallocate_on_gpus_outside_the_pool(clean, cupy_async, no_device,
+                                                              driver, log) -> None:
+    """XLA makes one ``cuda_async`` allocator per device it starts on, each priming and
+    keeping ``fraction x total`` (``se_gpu_pjrt_client.cc``, ``CreateCudaAsyncAllocator``):
+    one process-wide fraction would take the initial size on every visible GPU, not only the
+    pool's (a dask-cuda worker sees all of them). Before, mempool set it whenever an initial
+    size was given; now only where JAX starts on the pool's devices alone, and status() says
+    why the pool's device then runs with XLA's 0."""
+    clean.setattr(jax_adapter, "cuda_device_count", lambda: (4, "4 CUDA device(s)"))
+    pool = mempool.use_rmm_pool("1GiB", backend="async", frameworks=["cupy", "jax"])
+    try:
+        assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+        assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ
+        XLAStandIn(driver, 80 * GiB).start()  # on each of the 4: threshold 0, nothing primed
+        assert log[-1] == "xla threshold 0x0"
+        writer = mempool.status().statistics[0]["release_threshold_by"]
+        assert "JAX would start on devices [1, 2, 3] outside the pool's [0]" in writer
+        assert "set JAX_CUDA_VISIBLE_DEVICES=0 before JAX starts" in writer
+    finally:
+        pool.close()
+    clean.setenv("JAX_CUDA_VISIBLE_DEVICES", "0")  # JAX uses the pool's device only
+    pool = mempool.use_rmm_pool("1GiB", backend="async", frameworks=["cupy", "jax"])
+    try:
+        assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+        assert os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] == repr(1 / 80)
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize(("yours", "xla_wrote"), [
+    ({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, 0),
+    ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"}, 0),  # mempool: PREALLOCATE=false
+    ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5", "XLA_PYTHON_CLIENT_PREALLOCATE": "true"},
+     40 * GiB)])
+def test_the_users_own_xla_settings_are_named_not_initial_size(
+        clean, cupy_async, no_device, driver, yours, xla_wrote) -> None:
+    """The usual JAX-beside-torch settings are kept, and XLA writes what they say (0 without
+    preallocation, its fraction with): before, status() then advised "pass initial_size="
+    (which the user had passed) or named "another writer (CuPy's set_limit ...)"."""
+    for k, v in yours.items():
+        clean.setenv(k, v)
+    pool = mempool.use_rmm_pool("1GiB", backend="async", frameworks=["cupy", "jax"])
+    try:
+        XLAStandIn(driver, 80 * GiB).start()
+        assert driver.attrs["threshold"] == xla_wrote
+        writer = mempool.status().statistics[0]["release_threshold_by"]
+        assert writer.startswith("XLA when JAX's GPU backend started: your ")
+        assert all(f"{k}={v}" in writer for k, v in yours.items())
+        assert "unset them before use_rmm_pool()" in writer
+        assert "pass initial_size=" not in writer and "another writer" not in writer
+    finally:
+        pool.close()
+
+
+def test_jax_started_after_torch_keeps_only_the_initial_size_and_status_says_so(
+        clean, cupy_async, no_device, driver) -> None:
+    """The threshold counts every byte the pool holds, in use or not (CUDA's
+    ``cudaMemPoolAttrReleaseThreshold``, the stand-in driver's ``synchronize``): with XLA's
+    value (JAX started after torch's first allocation) the pool keeps 256 MiB in all, and
+    torch's freed 2 GiB go back to the driver at the next synchronisation; with torch's
+    (JAX first) everything stays. status() says which, and what it means."""
+    driver.attrs.update(threshold=0, reserved=0, used=0)
+    pool = mempool.use_rmm_pool("256MiB", backend="async", frameworks=["cupy", "jax"])
+    try:
+        driver.attrs.update(threshold=KEEP)  # torch's first allocation
+        XLAStandIn(driver, 80 * GiB).start()  # then JAX's backend
+        driver.allocate(2 * GiB)
+        driver.free(2 * GiB)
+        driver.synchronize()
+        assert driver.attrs["reserved"] == 256 << 20  # not the 2 GiB torch freed
+        writer = mempool.status().statistics[0]["release_threshold_by"]
+        assert "after PyTorch's first allocation" in writer
+        assert "keeps at most that much reserved, memory in use included" in writer
+    finally:
+        pool.close()
+
+
 def test_a_second_async_pool_after_jax_started_under_a_closed_one(
         clean, cupy_async, no_device, driver) -> None:
     """Issue 35, item 6: JAX started under a pool keeps cuda_async after close() gives the
@@ -597,6 +677,26 @@ def test_close_says_what_stays_on_the_default_pool_and_keeps_its_threshold(
     assert log == [f"current pool {OTHER_POOL:#x}"]  # the threshold stays for torch
     assert pool.closed and not pool.pinned_by and [u.name for u in pool.unrestored] == ["torch"]
     assert cupy.cuda.get_allocator() is not cupy_adapter.malloc_shared  # CuPy got its own back
+
+
+def test_an_initial_size_the_device_cannot_reserve_is_the_config_error_of_either_backend(
+        clean, cupy_async, no_device, driver, log) -> None:
+    """``backend="pool"`` turns RMM's ``MemoryError`` into a ``ConfigError`` with advice; with
+    ``"async"`` the priming's ``cudaMallocFromPoolAsync`` out of memory
+    (``cudaErrorMemoryAllocation``, the stand-in driver's answer here) was a raw
+    ``MemoryError``. Now the same error, and everything is given back."""
+    def full(size, pool, stream):
+        log.append(f"prime {size}")
+        return 2, None  # cudaErrorMemoryAllocation
+
+    driver.cudaMallocFromPoolAsync = full
+    driver.cudaGetErrorString = lambda err: (0, b"out of memory")
+    before = cupy.cuda.get_allocator()
+    with pytest.raises(ConfigError, match=r"could not reserve an initial pool of 100\.0 GiB on "
+                                          r"device 0 .*pass a smaller initial_size"):
+        mempool.use_rmm_pool("100GiB", backend="async", frameworks=["cupy"])
+    assert cupy.cuda.get_allocator() is before and mempool.current_pool() is None
+    assert log[-2:] == ["current pool 0xa0", "threshold 0x0"]  # the device's pool given back
 
 
 def test_torch_imported_first_changes_nothing(clean, cupy_async, no_device, log) -> None:
