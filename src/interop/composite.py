@@ -22,9 +22,18 @@ from collections.abc import Callable
 from typing import Any
 
 from .adapters.base import CompositeAdapter, Fix, Parts
-from .errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
+from .errors import (
+    InteropError,
+    MalformedError,
+    NullsError,
+    TooLargeError,
+    UnsupportedConversionError,
+    ZeroCopyError,
+)
 
 Convert = Callable[[Any], Any]
+SHARED = "shared with the source (no copy): "
+"""How ``explain`` begins the line naming the buffers a composite plan shares."""
 FORMAT = "format"
 """The option naming the layout of the result (``"csr"``, ``"coo"`` ... ``"dense"``)."""
 
@@ -75,10 +84,10 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
         return _itself
 
     def by_parts(x: Any) -> Any:
-        parts = take(adapter, x, opts, reg)
+        parts = _checked(reg, adapter, take(adapter, x, opts, reg))
         if fmt is not None and fmt != parts.layout:
-            return reg.convert(_reformat(adapter, x, parts, fmt, copy), tgt, copy=copy,
-                               device=device, stream=stream)
+            again = _reformat(reg, adapter, x, parts, fmt, copy)
+            return reg.convert(again, tgt, copy=copy, device=device, stream=stream)
         why = blocked(adapter, parts, copy)
         if why is not None:
             raise (NullsError if parts.nulls and copy is not True else ZeroCopyError)(why)
@@ -116,16 +125,21 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
         return Plan(adapter.name, tgt, (Step(adapter.name, tgt, "identity"),), True)
     try:
         parts = take(adapter, x, opts, reg)
+        parts = _checked(reg, adapter, parts)
     except NullsError as e:  # nulls no copy fills (integers): what the conversion raises
         return Plan(adapter.name, tgt, (), False, (str(e),), supported=False, error="nulls")
+    except MalformedError as e:  # a broken value: the conversion raises it, whatever the path
+        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
+                    error="malformed")
     except UnsupportedConversionError as e:  # a value of the kind it cannot take apart
         return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
                     error="unsupported")
     if fmt is not None and fmt != parts.layout:
         step = Step(adapter.name, adapter.name, f"format={fmt!r} ({parts.layout} -> {fmt})",
                     copies=True)
-        why = (f"format={fmt!r} changes the layout from {parts.layout}: every buffer is "
-               "rebuilt (a copy)")
+        why = (f"format={fmt!r} changes the layout from {parts.layout}: the source "
+               "framework's own call rebuilds the value, and any buffer it keeps of the "
+               "source is copied: every buffer of the result is new")
         if copy is False:
             return Plan(adapter.name, tgt, (step,), False, (why,), supported=False,
                         error="zero-copy")
@@ -133,9 +147,10 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
             again = _reformatted(adapter, x, parts, fmt)
         except InteropError as e:
             return Plan(adapter.name, tgt, (step,), False, (str(e),), supported=False,
-                        error="unsupported")
+                        error="memory" if isinstance(e, TooLargeError) else "unsupported")
         rest = reg.explain(again, tgt, device, copy)
-        return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *rest.reasons),
+        later = tuple(r for r in rest.reasons if not r.startswith(SHARED))  # (of the new value)
+        return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *later),
                     (), rest.supported, rest.error)
     blocked_why = blocked(adapter, parts, copy)
     if blocked_why is not None:
@@ -157,14 +172,22 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
         parts = f.apply(parts)
     dense = builder.dense or builder.of or tgt
     layout = (adapter.describe(reg, parts, tgt),) if adapter.describe is not None else ()
-    made = of_parts(adapter.name, tgt, parts.layout,
-                    [(role, reg.explain(a, dense, device, copy)) for role, a in parts.arrays],
-                    first, (*layout, *parts.copied, *((parts.nulls,) if parts.nulls else ()),
-                            *fixed))
+    plans = [(role, reg.explain(a, dense, device, copy)) for role, a in parts.arrays]
+    made = of_parts(adapter.name, tgt, parts.layout, plans, first,
+                    (*layout, *parts.copied, *((parts.nulls,) if parts.nulls else ()),
+                     *fixed, *_shared(parts.layout, plans, fixes)))
     if not parts.copied and not parts.nulls and not fixes:
         return made
     return Plan(made.source, made.target, made.steps, False, made.reasons, made.hazards,
                 made.supported, made.error)  # (the buffers still shared keep their hazards)
+
+
+def _shared(layout: str, plans: list[tuple[Any, Any]], fixes: tuple[Fix, ...]) -> tuple[str, ...]:
+    """The line naming the buffers handed over as they are (no fix copied them, and their
+    own plan is zero-copy), or none."""
+    fixed = {r for f in fixes for r in f.roles}
+    roles = [str(role) for role, p in plans if p.zero_copy and role not in fixed]
+    return (f"{SHARED}{layout} {', '.join(roles)}",) if roles else ()
 
 
 def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:
@@ -182,28 +205,89 @@ def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | 
     return fmt
 
 
-def _reformat(adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str,
+def _checked(reg: Any, adapter: CompositeAdapter, parts: Parts) -> Parts:
+    """``parts`` checked by the kind's :attr:`~CompositeAdapter.check` (a broken value raises
+    before any framework call, its own layout change included)."""
+    return parts if adapter.check is None else adapter.check(reg, parts)
+
+
+def _reformat(reg: Any, adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str,
               copy: bool | None) -> Any:
+    """``x`` in layout ``fmt``, of buffers of its own: a buffer the framework's call kept
+    (JAX's ``BCSR.to_bcoo()`` keeps the values, pyarrow's ``to_scipy()`` its immutable
+    buffers), judged by addresses after the call, is copied, so that the result is no
+    unnamed alias of the source."""
     if copy is False:
         raise ZeroCopyError(f"{adapter.name}: copy=False, but format={fmt!r} changes the "
                             f"layout from {parts.layout}, which rebuilds every buffer (a copy)")
-    return _reformatted(adapter, x, parts, fmt)
+    again = _reformatted(adapter, x, parts, fmt)
+    if not _kept(reg, parts, again):
+        return again
+    kind = reg.composite(again)
+    home = (kind.of or kind.home) if kind is not None else reg.owner(again)
+    return reg.convert(again, home, copy=True)
+
+
+def _kept(reg: Any, parts: Parts, again: Any) -> bool:
+    """Whether ``again`` (the framework's layout change of the value of ``parts``) holds any
+    of their buffers, by the buffers' addresses."""
+    kind = reg.composite(again)
+    arrays = [a for _, a in take(kind, again, None, reg).arrays] if kind is not None else [again]
+    mine = [e for _, a in parts.arrays for e in _extents(reg, a)]
+    return any(a0 < b1 and b0 < a1 for a in arrays for a0, a1 in _extents(reg, a)
+               for b0, b1 in mine)
+
+
+def _extents(reg: Any, a: Any) -> list[tuple[int, int]]:
+    """The byte range of the dense array ``a`` (none where it has no readable buffer or no
+    bytes)."""
+    adapter = reg.adapters[reg.owner(a)]
+    read = getattr(adapter, "view", None)
+    try:
+        view = read(a) if read is not None else None
+    except Exception:  # an array interop cannot view holds no buffer it could share
+        return []
+    if view is None:
+        return []
+    low, high = view.extent()
+    return [(low, high)] if high > low else []
 
 
 def _reformatted(adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str) -> Any:
     """``x`` in layout ``fmt`` by its framework's own call; what that call refuses (a 1-D
     value to a compressed layout, a layout it cannot convert from) is an
     :class:`UnsupportedConversionError` naming the format, not the framework's own error."""
+    need = adapter.reformat_bytes(parts, fmt) if adapter.reformat_bytes is not None else 0
+    if need > _available_memory():
+        raise TooLargeError(
+            f"format={fmt!r}: the {fmt} form of this {parts.layout} value of shape "
+            f"{parts.get('shape')} needs at least {need:,} bytes, more than this machine has "
+            f"available; keep it {parts.layout}")
     try:
         return adapter.reformat(x, fmt)  # type: ignore[misc]
     except InteropError:
         raise
+    except MemoryError as e:
+        shape = tuple(getattr(x, "shape", ()) or ())
+        raise TooLargeError(
+            f"format={fmt!r}: the {fmt} form of this {parts.layout} value of shape {shape} "
+            f"needs more memory than can be allocated ({e}); keep it {parts.layout}") from e
     except (ValueError, TypeError, RuntimeError, NotImplementedError) as e:
         shape = tuple(getattr(x, "shape", ()) or ())
         raise UnsupportedConversionError(
             f"format={fmt!r}: {adapter.name} cannot turn this {parts.layout} value of shape "
             f"{shape} into {fmt} ({type(e).__name__}: {e}); ask another format, or "
             "format='dense'") from e
+
+
+def _available_memory() -> float:
+    """The host memory available now, in bytes (unbounded where the system does not say)."""
+    import os
+
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return float("inf")
 
 
 def _builder(reg: Any, adapter: CompositeAdapter, parts: Parts, tgt: str) -> CompositeAdapter:

@@ -66,6 +66,8 @@ class Registry:
             if isinstance(adapter, CompositeAdapter) and adapter.of:
                 for layout in adapter.layouts:
                     self.builders[(adapter.of, layout)] = adapter
+                    for served in adapter.serves:  # (a framework's own kind comes first)
+                        self.builders.setdefault((served, layout), adapter)
                 if adapter.within:
                     self.within[adapter.of] = adapter
             self._changed()

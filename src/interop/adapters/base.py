@@ -275,6 +275,17 @@ class CompositeAdapter:
     needs: Any = None
     """What :attr:`rebuild` requires of its parts, by layout (index dtypes, sorted
     indices ...), read by a source's :attr:`prepare`."""
+    check: Callable[[Any, Parts], Parts] | None = None
+    """``(registry, parts)`` -> the parts checked (an invalid value raises
+    :class:`~interop.errors.MalformedError`), before any framework call on the value (its own
+    layout change, ``format=``, included); ``None``: nothing to check."""
+    reformat_bytes: Callable[[Parts, str], int] | None = None
+    """``(parts, layout)`` -> the bytes the value in ``layout`` needs at least (its dense
+    form, its index pointers), known before the layout change: one that cannot fit the
+    memory available is refused, never attempted."""
+    serves: tuple[str, ...] = ()
+    """Targets besides :attr:`of` whose values of these layouts it builds (SciPy's sparse
+    arrays are NumPy's sparse values: ``"numpy"``; cupyx's are CuPy's)."""
     prepare: Callable[[Any, Parts, CompositeAdapter], tuple[Parts, tuple[Fix, ...]]] | None = None
     """``(registry, parts, the rebuilding kind)`` -> the parts checked (an invalid value
     raises) and described as the rebuilding side reads them, and the :class:`Fix` es its

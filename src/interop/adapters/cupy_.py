@@ -122,6 +122,10 @@ def _sparse_parts(m: Any) -> Parts:
     fmt = m.format
     if fmt in ("csr", "csc"):
         return sparse.compressed(fmt, m.data, m.indices, m.indptr, m.shape)
+    if fmt == "coo" and len(m.shape) == 1:
+        # a 1-D coo_array keeps an all-zeros ``row`` and its coordinate in ``col``
+        # (cupyx/scipy/sparse/_coo.py, coo_matrix.__init__ and the ``coords`` property)
+        return sparse.coo(m.data, m.col.reshape(1, -1), m.shape)
     if fmt == "coo":
         coords = module("cupy").stack((m.row, m.col))
         return sparse.coo(m.data, coords, m.shape).replace(copied=((
@@ -134,7 +138,7 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
     cs = module("cupyx.scipy.sparse")
     a, shape = dict(parts.arrays), sparse.shape(parts)
     if parts.layout == "coo":
-        m = cs.coo_array((a["data"], (a["coords"][0], a["coords"][1])), shape=shape)
+        m = cs.coo_array((a["data"], tuple(a["coords"])), shape=shape)  # (col,) for 1-D
     else:
         build = cs.csr_array if parts.layout == "csr" else cs.csc_array
         m = build((a["data"], a["indices"], a["indptr"]), shape=shape)
@@ -157,6 +161,7 @@ SPARSE = sparse.kind(
                                               "complex128"))
            for layout in ("csr", "csc", "coo")},
     reformat=sparse.asformat,
+    serves=("cupy",),
 )
 
 ADAPTERS = (ADAPTER, SPARSE)

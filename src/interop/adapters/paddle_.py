@@ -300,7 +300,7 @@ SPARSE = sparse.kind(
     of="paddle",
     layouts=("csr", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, empty=False,
-                               canonical=True, strided_coords=False),
+                               canonical=True, strided=False),
            "csr": sparse.Needs(canonical=True, batched=True)},
     reformat=_sparse_reformat,
     within=True,

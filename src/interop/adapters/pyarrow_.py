@@ -323,21 +323,51 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
     return build.from_numpy(a["data"], a["indptr"], a["indices"], shape=shape)
 
 
+def _summed_dense(x: Any) -> Any:
+    """The dense form of an Arrow sparse tensor, duplicate entries summed as SciPy, torch and
+    JAX (and interop's other formats of it) sum them: Arrow's own ``to_tensor`` keeps one of
+    them (found by the random search of sparse values)."""
+    np = module("numpy")
+    arrays = x.to_numpy()
+    data = arrays[0].reshape(-1)
+    out = np.zeros(tuple(x.shape), data.dtype)
+    if type(x).__name__ == "SparseCOOTensor":
+        where = tuple(arrays[1].T)
+    else:
+        indptr, indices = arrays[1], arrays[2]
+        major = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+        where = (major, indices) if type(x).__name__ == "SparseCSRMatrix" else (indices, major)
+    np.add.at(out, where, data)
+    return out
+
+
 def _sparse_reformat(x: Any, layout: str) -> Any:
     """Densified by Arrow itself; another layout through its own ``to_scipy`` (Arrow has no
     conversion between sparse formats), as a SciPy value."""
     if layout == "dense":
-        return x.to_tensor().to_numpy()
+        return _summed_dense(x)
     if layout not in ("csr", "csc", "coo", "bsr"):
         raise UnsupportedConversionError(f"format={layout!r}: not a sparse layout (csr, csc, "
                                          "coo, bsr or dense)")
-    return x.to_scipy().asformat(layout)
+    m = x.to_scipy().asformat(layout)
+    if m.dtype != x.to_numpy()[0].dtype:
+        raise UnsupportedConversionError(
+            f"format={layout!r}: Arrow changes a sparse layout through SciPy (to_scipy), "
+            f"which turns {x.to_numpy()[0].dtype} values into {m.dtype}; format='dense' keeps "
+            "them, or convert to a framework that holds them first")
+    return m
 
 
 _INT64 = ("int64",)
-_CANONICAL = sparse.Needs(index_dtypes=_INT64, canonical=True)
+_ARROW_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                 "float16", "float32", "float64")
+"""The value dtypes Arrow's sparse tensors hold (``from_numpy``: no complex (Arrow's
+``ArrowNotImplementedError``), and bool comes back as uint8)."""
+_CANONICAL = sparse.Needs(index_dtypes=_INT64, canonical=True, strided=False,
+                          data_dtypes=_ARROW_DTYPES)
 """Arrow's dense form of a value overwrites a duplicate entry (SciPy, torch and JAX sum
-them): duplicates are summed, and the entries sorted, before Arrow sees them."""
+them): duplicates are summed, and the entries sorted, before Arrow sees them. Its
+``from_numpy`` reads every buffer as compact (a strided view would be read wrong)."""
 SPARSE = sparse.kind(
     name="pyarrow.sparse",
     modules=("pyarrow",),
@@ -349,7 +379,8 @@ SPARSE = sparse.kind(
     dense="numpy",
     layouts=("csr", "csc", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=_INT64, coords=sparse.NNZ_FIRST, ndims=None,
-                               strided_coords=False, canonical=True, empty=False),
+                               strided=False, canonical=True, empty=False,
+                               data_dtypes=_ARROW_DTYPES),
            "csr": _CANONICAL, "csc": _CANONICAL},
     reformat=_sparse_reformat,
 )

@@ -20,6 +20,8 @@ def _parts(x: Any) -> Parts:
         if x.fill_value != 0:
             return Parts(f"coo with fill value {x.fill_value}", (), (("shape", x.shape),))
         return sparse.coo(x.data, x.coords, x.shape)
+    if x.fill_value != 0:
+        return Parts(f"gcxs with fill value {x.fill_value}", (), (("shape", x.shape),))
     layout = _AXES.get(tuple(x.compressed_axes)) if x.ndim == 2 else None
     if layout is None:
         return Parts(f"gcxs compressed along {x.compressed_axes} of {x.ndim} dimensions", (),
@@ -42,6 +44,13 @@ def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
 
 
 def _reformat(x: Any, layout: str) -> Any:
+    """``x`` in ``layout`` by pydata's own calls; a COO value is first made again as one that
+    may hold duplicates (pydata keeps no flag: one built with ``has_duplicates=False`` that
+    holds some has them overwritten by ``todense``/``asformat``, where interop checks and
+    every other form sums them)."""
+    if type(x).__name__ == "COO":
+        x = module("sparse").COO(x.coords, x.data, shape=x.shape, has_duplicates=True,
+                                 sorted=False, fill_value=x.fill_value)
     if layout == "dense":
         return x.todense()
     if layout == "coo":

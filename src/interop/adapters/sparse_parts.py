@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InteropError, MalformedError
+from ..errors import MalformedError, UnsupportedConversionError
 from ..record import record
 from .base import CompositeAdapter, Fix, Parts, module
 
@@ -44,9 +44,13 @@ class Needs:
     coords: str = NDIM_FIRST
     """How it lays out COO coordinates; the other layout is handed over as a transposed
     view, which the dense route takes as it is or copies (the index array only)."""
-    strided_coords: bool = True
-    """It takes COO coordinates as a strided view (otherwise the transposed view is copied
-    into its layout: the coordinates only)."""
+    strided: bool = True
+    """It takes strided buffers (a view, COO coordinates laid out the other way); otherwise
+    each buffer that is not compact is copied compact (Arrow reads every buffer as compact;
+    torch's own layout changes misread transposed COO coordinates)."""
+    nd_index_dtypes: tuple[str, ...] | None = None
+    """The index dtypes it keeps for COO values of more than two dimensions, where they
+    differ (SciPy copies n-D coordinates to int64)."""
     canonical: bool = False
     """It requires sorted, distinct indices (torch's CSR, TensorFlow): others are sorted,
     duplicates summed (a copy of data and indices)."""
@@ -54,6 +58,9 @@ class Needs:
     """The numbers of dimensions it builds (``None``: any)."""
     batched: bool = False
     """It builds CSR/CSC with leading batch dimensions."""
+    padded: bool = False
+    """It builds a batch whose matrices hold fewer entries than the batch's nnz, padded
+    after their last row (JAX's BCSR; torch needs the same count in every matrix)."""
     empty: bool = True
     """It builds a value with no stored entries (Arrow's COO tensor refuses an empty index)."""
     data_dtypes: tuple[str, ...] | None = None
@@ -62,10 +69,11 @@ class Needs:
 
 def kind(**fields: Any) -> CompositeAdapter:
     """A framework's sparse kind: a :class:`CompositeAdapter` of ``fields`` with what every
-    sparse kind shares: its parts checked and fitted to the target by :func:`prepare`, the
-    ``format=`` option, and, for a kind ``within`` its framework's array type, plans made
-    per value."""
-    return CompositeAdapter(prepare=prepare, options=("format",),
+    sparse kind shares: its parts checked by :func:`check` before any framework call
+    (``format=`` included) and fitted to the target by :func:`prepare`, the ``format=``
+    option, and, for a kind ``within`` its framework's array type, plans made per value."""
+    return CompositeAdapter(check=check, prepare=prepare, options=("format",),
+                            reformat_bytes=layout_bytes,
                             per_value_owner=fields.get("within", False), **fields)
 
 
@@ -90,6 +98,21 @@ def coo(data: Any, coords: Any, shape: Any, layout: str = NDIM_FIRST,
                   ("canonical", canonical)))
 
 
+def layout_bytes(parts: Parts, layout: str) -> int:
+    """The bytes ``parts``' value needs at least in ``layout``: its dense form for
+    ``"dense"``, its int64 index pointers for a compressed layout (one per row of CSR and
+    BSR, per column of CSC), none for COO."""
+    dims = shape(parts)
+    if layout == "dense":
+        size = parts.array("data").dtype.itemsize if parts.arrays else 1
+        for n in dims:
+            size *= int(n)
+        return size
+    if layout in COMPRESSED and len(dims) >= 2:
+        return (int(dims[COMPRESSED[layout]]) + 1) * 8
+    return 0
+
+
 def shape(parts: Parts) -> tuple[int, ...]:
     return parts.get("shape")
 
@@ -100,64 +123,131 @@ def canonical(parts: Parts) -> bool:
 
 
 # ---- checking ----------------------------------------------------------------------------
+def check(reg: Any, parts: Parts) -> Parts:
+    """``parts`` checked (:class:`MalformedError` for a broken invariant), with what was found:
+    ``canonical`` (indices sorted and distinct) and ``index_max`` (the largest index value,
+    index pointers included). Runs before any framework is handed the value, its own layout
+    change (``format=``) included. The index arrays are read on the host (a NumPy view of
+    host memory; device indices are copied to the host to be read). A layout of no index
+    arrays (SciPy's dia, lil) goes as it is: only ``format=`` takes it on."""
+    if parts.layout not in LAYOUTS or parts.get("checked"):
+        return parts
+    np = module("numpy")
+    dims = shape(parts)
+    host = _index_arrays(reg, parts)
+    if parts.layout == "coo":
+        coords = host["coords"].T if parts.get("coords") == NNZ_FIRST else host["coords"]
+        found, top = _check_coo(np, dims, parts.array("data"), coords)
+        padded = False
+    else:
+        found, top, padded = _check_compressed(np, parts.layout, dims, parts.array("data"),
+                                               host["indices"], host["indptr"])
+    return parts.replace(canonical=found, index_max=top, padded=padded, checked=True)
+
+
 def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...]]:
-    """``parts`` checked (:class:`MalformedError` for a broken invariant) with what was found
-    (``canonical``), COO coordinates as ``builder`` lays them out, and the fixes its
-    :class:`Needs` ask for. The index arrays are read on the host (a NumPy view of host
-    memory; device indices are copied to the host to be read)."""
+    """``parts`` (checked by :func:`check`) as ``builder`` takes them: COO coordinates as it
+    lays them out, what it cannot hold refused (:class:`UnsupportedConversionError`), and the
+    fixes its :class:`Needs` ask for."""
+    parts = check(reg, parts)
     np = module("numpy")
     needs: Needs = (builder.needs or {}).get(parts.layout, Needs())
-    host = {r: reg.convert(a, "numpy", device="cpu") for r, a in parts.arrays
-            if r in INDEX_ROLES}
     dims = shape(parts)
-    if needs.ndims is not None and len(dims) not in needs.ndims and not (
-            needs.batched and parts.layout in ("csr", "csc") and len(dims) == 3):
-        raise InteropError(f"{builder.of} builds {parts.layout} values of "
-                           f"{' or '.join(map(str, needs.ndims))} dimensions; this one has "
-                           f"shape {dims}")
-    if needs.data_dtypes is not None:
-        kind = reg.convert(parts.array("data")[:0], "numpy", device="cpu").dtype.name
-        if kind not in needs.data_dtypes:
-            raise InteropError(f"{builder.of} holds sparse values of "
-                               f"{', '.join(needs.data_dtypes)} only, not {kind}")
-    if not needs.empty and not parts.array("data").shape[0]:
-        raise InteropError(f"{builder.of} builds no {parts.layout} value without stored "
-                           "entries; format='dense' densifies it")
-    if parts.layout == "coo":
-        coords = host["coords"]
-        if parts.get("coords") == NNZ_FIRST:
-            coords = coords.T
-        found = _check_coo(np, dims, parts.array("data"), coords)
-        if needs.coords != parts.get("coords"):  # the transposed view, for the dense route
-            parts = parts.replace({"coords": coords if needs.coords == NDIM_FIRST
-                                   else coords.T}, coords=needs.coords)
-            host["coords"] = parts.array("coords")
-    else:
-        found = _check_compressed(np, parts.layout, dims, parts.array("data"),
-                                  host["indices"], host["indptr"])
-    parts = parts.replace(canonical=found)
+    _refuse_unbuildable(reg, parts, builder, needs)
+    host = _index_arrays(reg, parts)
+    if parts.layout == "coo" and needs.coords != parts.get("coords"):
+        coords = host["coords"]  # the transposed view, for the dense route
+        parts = parts.replace({"coords": coords.T}, coords=needs.coords)
+        host["coords"] = parts.array("coords")
+    _refuse_narrowed(reg, parts, builder, host)
     fixes = [Fix((role,), why, _same) for role, why in parts.get("copied", ())]
-    if parts.layout == "coo" and not needs.strided_coords and not _compact(host["coords"]):
-        fixes.append(Fix(("coords",), f"{builder.of} takes compact {needs.coords} "
-                         "coordinates: transposed (the coordinates only)",
-                         lambda p: _compacted(reg, p)))
-    if needs.canonical and not found:
+    if needs.canonical and not canonical(parts):
         order = "row-major" if parts.layout == "coo" else "within each compressed row"
         fixes.append(Fix(tuple(r for r, _ in parts.arrays),
                          f"{builder.of} requires sorted, distinct indices: sorted {order}, "
-                         "duplicates summed", lambda p: _canonicalised(reg, p)))
-    wide = _to_widen(np, host, needs)
+                         "duplicates summed (the values keep their dtype)",
+                         lambda p: _canonicalised(reg, p)))
+    takes = needs.index_dtypes
+    if parts.layout == "coo" and len(dims) > 2 and needs.nd_index_dtypes is not None:
+        takes = needs.nd_index_dtypes
+    wide = _to_widen(np, host, takes, needs.same_index_dtype)
     if wide:
-        fixes.append(Fix(wide, f"{builder.of} takes {' or '.join(needs.index_dtypes)} indices"
+        fixes.append(Fix(wide, f"{builder.of} takes {' or '.join(takes)} indices"
                          + (" of one dtype" if needs.same_index_dtype and len(host) > 1 else "")
+                         + (f" for {len(dims)} dimensions" if takes is not needs.index_dtypes
+                            else "")
                          + ": widened to int64 (the values are not copied)",
                          lambda p: _widened(reg, p, wide)))
+    if not (needs.strided or needs.canonical and not canonical(parts)):
+        # (sorting and widening make compact buffers)
+        loose = tuple(r for r, a in parts.arrays
+                      if r not in wide and not _compact(host[r] if r in host else _host(reg, a)))
+        if loose:
+            fixes.append(Fix(loose, f"{builder.of} reads every buffer as compact: "
+                             f"{', '.join(map(str, loose))} copied compact",
+                             lambda p: _compacted(reg, p, loose)))
     return parts, tuple(fixes)
 
 
+def _index_arrays(reg: Any, parts: Parts) -> dict[str, Any]:
+    """The index arrays of ``parts`` by role, as host NumPy arrays (views of host memory)."""
+    return {r: _host(reg, a) for r, a in parts.arrays if r in INDEX_ROLES}
+
+
+def _refuse_unbuildable(reg: Any, parts: Parts, builder: Any, needs: Needs) -> None:
+    """What ``builder`` cannot hold, refused before any buffer moves: a number of dimensions,
+    a value dtype, a value without entries."""
+    dims = shape(parts)
+    if needs.ndims is not None and len(dims) not in needs.ndims and not (
+            needs.batched and parts.layout in ("csr", "csc") and len(dims) == 3):
+        raise UnsupportedConversionError(
+            f"{builder.of} builds {parts.layout} values of "
+            f"{' or '.join(map(str, needs.ndims))} dimensions; this one has shape {dims}: "
+            "format= another layout, or format='dense'")
+    if needs.data_dtypes is not None:
+        name = _host(reg, parts.array("data")[:0]).dtype.name
+        if name not in needs.data_dtypes:
+            raise UnsupportedConversionError(
+                f"{builder.of} holds sparse values of {', '.join(needs.data_dtypes)} only, "
+                f"not {name}: cast the values first, or format='dense'")
+    if parts.get("padded") and not needs.padded:
+        raise UnsupportedConversionError(
+            f"{builder.of} builds batched {parts.layout} values whose matrices hold the same "
+            f"number of entries; this one's (shape {dims}) hold fewer than its nnz, padded "
+            "after (JAX's batched BCSR): format='dense', or convert each matrix")
+    if not needs.empty and not parts.array("data").shape[0]:
+        raise UnsupportedConversionError(
+            f"{builder.of} builds no {parts.layout} value without stored entries; "
+            "format='dense' densifies it")
+
+
+def _refuse_narrowed(reg: Any, parts: Parts, builder: Any, host: dict[str, Any]) -> None:
+    """An index the target's dense route would narrow past its range (JAX with 64-bit types
+    off holds int32 indices: an index of 2**33 + 7 would become 7), refused; indices that
+    fit are narrowed as the target's dense rule says."""
+    target = reg.adapters.get(builder.dense or builder.of)
+    rules = getattr(target, "rules", None)
+    if rules is None or rules.narrows is None:
+        return
+    np = module("numpy")
+    for role, a in host.items():
+        narrow = rules.narrows(a.dtype.str)
+        if narrow is None:
+            continue
+        top = int(np.iinfo(np.dtype(narrow[0])).max)
+        if int(parts.get("index_max") or 0) > top:
+            raise UnsupportedConversionError(
+                f"{builder.of} narrows {a.dtype} indices to {np.dtype(narrow[0]).name} (its "
+                f"64-bit types are off), but the {parts.layout} {role} reach "
+                f"{parts.get('index_max')}, past {top}: entries would move. "
+                "jax.config.update('jax_enable_x64', True) keeps int64 indices")
+
+
 def _check_compressed(np: Any, layout: str, dims: tuple[int, ...], data: Any, indices: Any,
-                      indptr: Any) -> bool:
-    """Checks a CSR/CSC/BSR value; whether its indices are sorted and distinct in each row."""
+                      indptr: Any) -> tuple[bool, int, bool]:
+    """Checks a CSR/CSC/BSR value; whether its indices are sorted and distinct in each row,
+    the largest index (or pointer), and whether a batch's matrices are padded (hold fewer
+    entries than its nnz: JAX's batched BCSR)."""
     block = (1, 1)
     if layout == "bsr":
         block = tuple(int(n) for n in data.shape[-2:])
@@ -182,34 +272,42 @@ def _check_compressed(np: Any, layout: str, dims: tuple[int, ...], data: Any, in
             layout == "bsr" and data.shape[0] != nnz):
         raise MalformedError(f"the {what} has {nnz} indices per matrix but data of shape "
                              f"{tuple(data.shape)}")
-    if ptr.size and (np.any(ptr[:, 0] != 0) or np.any(ptr[:, -1] != nnz)):
-        raise MalformedError(f"the {what} has indptr starting at {ptr[:, 0].min()} and ending at "
-                             f"{ptr[:, -1].max()}; it runs from 0 to the {nnz} stored entries")
+    # a batch's matrices may hold fewer entries than its nnz, padded after (JAX's BCSR)
+    ends = ptr[:, -1] if ptr.size else ptr.reshape(-1)
+    wrong = np.flatnonzero((ends != nnz) if not batch else (ends > nnz))
+    if ptr.size and (np.any(ptr[:, 0] != 0) or wrong.size):
+        at = int(wrong[0]) if wrong.size else int(np.flatnonzero(ptr[:, 0] != 0)[0])
+        raise MalformedError(f"the {what} has indptr{f' of matrix {at}' if batch else ''} "
+                             f"running from {ptr[at, 0]} to {ptr[at, -1]}; it runs from 0 to "
+                             f"the {nnz} stored entries" + (" (or fewer)" if batch else ""))
     if rows and np.any(ptr[:, 1:] < ptr[:, :-1]):
         raise MalformedError(f"the {what} has decreasing index pointers (indptr)")
+    padded = bool(ptr.size and np.any(ends < nnz))
     if not nnz:
-        return True
+        return True, int(ptr.max()) if ptr.size else 0, padded
     # one pass: each index above the one before it, except where a row starts
     step = np.greater(idx[:, 1:], idx[:, :-1])
     for b in range(ptr.shape[0]):
-        starts = ptr[b, 1:-1]
+        starts = ptr[b, 1:]
         step[b, starts[(starts > 0) & (starts < nnz)] - 1] = True
+        step[b, max(int(ends[b]) - 1, 0):] = True  # the padding after the last row
     ordered = bool(step.all())
     if ordered:  # each row's first and last index bound the rest: O(rows) reads
         filled = ptr[:, 1:] > ptr[:, :-1]
         low = idx[np.nonzero(filled)[0], ptr[:, :-1][filled]]
         high = idx[np.nonzero(filled)[0], ptr[:, 1:][filled] - 1]
     else:
-        low, high = idx, idx
-    if low.min() < 0 or high.max() >= cols:
-        raise MalformedError(f"the {what} has indices from {idx.min()} to {idx.max()}; "
+        stored = np.arange(nnz)[None, :] < ends[:, None]
+        low = high = idx[stored]
+    if low.size and (low.min() < 0 or high.max() >= cols):
+        raise MalformedError(f"the {what} has indices from {low.min()} to {high.max()}; "
                              f"they must lie in [0, {cols})")
-    return ordered
+    return ordered, max(int(high.max()) if high.size else 0, nnz), padded
 
 
-def _check_coo(np: Any, dims: tuple[int, ...], data: Any, coords: Any) -> bool:
+def _check_coo(np: Any, dims: tuple[int, ...], data: Any, coords: Any) -> tuple[bool, int]:
     """Checks a COO value (``coords`` as ``(ndim, nnz)``); whether its coordinates are
-    sorted row-major and distinct."""
+    sorted row-major and distinct, and the largest coordinate."""
     what = f"coo value of shape {dims}"
     if coords.dtype.kind not in "iu":
         raise MalformedError(f"the {what} has coordinates of dtype {coords.dtype}; "
@@ -222,21 +320,23 @@ def _check_coo(np: Any, dims: tuple[int, ...], data: Any, coords: Any) -> bool:
         raise MalformedError(f"the {what} has {nnz} coordinates but data of shape "
                              f"{tuple(data.shape)}")
     if not nnz:
-        return True
+        return True, 0
     low, high = coords.min(axis=1), coords.max(axis=1)
     bad = [d for d in range(len(dims)) if low[d] < 0 or high[d] >= dims[d]]
     if bad:
         d = bad[0]
         raise MalformedError(f"the {what} has coordinates from {low[d]} to {high[d]} along "
                              f"dimension {d}; they must lie in [0, {dims[d]})")
+    top = int(high.max())
     if nnz < 2:
-        return True
+        return True, top
     if _fits(dims):
-        return bool(np.all(np.diff(_linear(np, coords, dims)) > 0))
+        return bool(np.all(np.diff(_linear(np, coords, dims)) > 0)), top
     step = np.diff(coords.astype(np.int64), axis=1)  # the first dimension that differs rises
     moved = step != 0
     first = moved.argmax(axis=0)
-    return bool(moved.any(axis=0).all() and (step[first, np.arange(step.shape[1])] > 0).all())
+    return bool(moved.any(axis=0).all()
+                and (step[first, np.arange(step.shape[1])] > 0).all()), top
 
 
 def _fits(dims: tuple[int, ...]) -> bool:
@@ -263,10 +363,11 @@ def _compact(a: Any) -> bool:
     return tuple(reversed(strides)) == a.strides
 
 
-def _compacted(reg: Any, parts: Parts) -> Parts:
+def _compacted(reg: Any, parts: Parts, roles: tuple[str, ...]) -> Parts:
+    """The buffers ``roles`` copied compact (row-major), of their dtype."""
     from ..host import fresh_copy  # loaded by the first fix, not by a first call
 
-    return parts.replace({"coords": fresh_copy(_host(reg, parts.array("coords")))})
+    return parts.replace({r: fresh_copy(_host(reg, parts.array(r))) for r in roles})
 
 
 def _same(parts: Parts) -> Parts:
@@ -274,10 +375,11 @@ def _same(parts: Parts) -> Parts:
     return parts
 
 
-def _to_widen(np: Any, host: dict[str, Any], needs: Needs) -> tuple[str, ...]:
+def _to_widen(np: Any, host: dict[str, Any], takes: tuple[str, ...],
+              same: bool) -> tuple[str, ...]:
     kinds = {r: a.dtype.name for r, a in host.items()}
-    wide = [r for r, k in kinds.items() if k not in needs.index_dtypes]
-    if needs.same_index_dtype and len(set(kinds.values())) > 1:
+    wide = [r for r, k in kinds.items() if k not in takes]
+    if same and len(set(kinds.values())) > 1:
         wide = [r for r, k in kinds.items() if k != "int64"]
     return tuple(wide)
 
@@ -313,24 +415,31 @@ def _canonicalised(reg: Any, parts: Parts) -> Parts:
         ordered = coords[:, order]
         first = np.ones(ordered.shape[1], bool)
         first[1:] = (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)
-        summed = np.add.reduceat(data[order], np.flatnonzero(first)) if first.size else data
+        summed = _summed(np, data[order], np.flatnonzero(first)) if first.size else data
         new = ordered[:, first]
         return parts.replace({"data": fresh_copy(summed),
                               "coords": fresh_copy(new if ndim_first else new.T)},
                              canonical=True)
     indices, indptr = _host(reg, parts.array("indices")), _host(reg, parts.array("indptr"))
     if indptr.ndim != 1:
-        raise InteropError(f"a batched {parts.layout} value with unsorted or duplicate "
-                           "indices: sort each matrix first (the target requires sorted, "
-                           "distinct indices)")
+        raise UnsupportedConversionError(
+            f"a batched {parts.layout} value with unsorted or duplicate indices: sort each "
+            "matrix first (the target requires sorted, distinct indices)")
     rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
     order = np.lexsort((indices, rows))
     rows, cols = rows[order], indices[order]
     first = np.ones(rows.size, bool)
     first[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
     keep = np.flatnonzero(first)
-    summed = np.add.reduceat(data[order], keep, axis=0) if keep.size else data
+    summed = _summed(np, data[order], keep) if keep.size else data
     ptr = np.zeros_like(indptr)
     np.cumsum(np.bincount(rows[keep], minlength=indptr.size - 1), out=ptr[1:])
     return parts.replace({"data": fresh_copy(summed), "indices": fresh_copy(cols[keep]),
                           "indptr": fresh_copy(ptr)}, canonical=True)
+
+
+def _summed(np: Any, data: Any, starts: Any) -> Any:
+    """The runs of ``data`` beginning at ``starts`` summed, in ``data``'s own dtype (NumPy's
+    accumulator would widen small integers and bools to 64 bits; a framework sums duplicates
+    in the values' dtype: bools by logical or)."""
+    return np.add.reduceat(data, starts, axis=0, dtype=data.dtype)

@@ -544,7 +544,7 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
     parts (:func:`~interop.adapters.sparse_parts.prepare`). torch's notice that compressed
     layouts are in beta is about the constructor interop calls for the user, not about
     anything the user did: it is not passed on (issue 36: no framework warning reaches a
-    user through interop; see :func:`_compressed`)."""
+    user through interop; see :func:`_without_notice`)."""
     import torch
 
     a = dict(parts.arrays)
@@ -554,27 +554,31 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
                                        is_coalesced=sparse.canonical(parts))
     build = {"csr": torch.sparse_csr_tensor, "csc": torch.sparse_csc_tensor,
              "bsr": torch.sparse_bsr_tensor}[parts.layout]
-    return _compressed(build, a["indptr"], a["indices"], a["data"], size)
+    return _without_notice(build, a["indptr"], a["indices"], a["data"], size,
+                           check_invariants=False)
 
 
 _BETA_NOTICE = threading.Lock()
 _beta_notice_taken = False
 
 
-def _compressed(build: Any, *args: Any) -> Any:
-    """``build(*args)`` (a compressed-layout constructor) without torch's beta notice. torch
-    gives that notice once per process: only the first build runs under
-    ``warnings.catch_warnings`` (process-wide), under a lock, so that no two threads
-    interleave their filter changes and no call after it touches the filters."""
+def _without_notice(call: Any, *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)`` (a compressed-layout constructor, or torch's own layout
+    change ``to_sparse_csr()`` ...) without torch's beta notice. torch gives that notice once
+    per process, or on every call once ``torch.set_warn_always(True)`` is on: those calls
+    run under ``warnings.catch_warnings`` (process-wide), under a lock, so that no two
+    threads interleave their filter changes; once the notice is taken, and warn-always is
+    off, no call touches the filters."""
     global _beta_notice_taken
-    if _beta_notice_taken:
-        return build(*args, check_invariants=False)
+    torch = module("torch")
+    if _beta_notice_taken and not torch.is_warn_always_enabled():
+        return call(*args, **kwargs)
     import warnings
 
     with _BETA_NOTICE, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", r"Sparse (CSR|CSC|BSR) tensor support is in beta",
+        warnings.filterwarnings("ignore", r"Sparse (CSR|CSC|BSR|BSC) tensor support is in beta",
                                 UserWarning)
-        out = build(*args, check_invariants=False)
+        out = call(*args, **kwargs)
         _beta_notice_taken = True
         return out
 
@@ -585,7 +589,7 @@ def _sparse_reformat(t: Any, layout: str) -> Any:
     if layout in ("bsr", "bsc"):
         raise UnsupportedConversionError(
             f"format={layout!r}: torch needs a block size: call t.to_sparse_{layout}(blocksize)")
-    return getattr(t, f"to_sparse_{layout}")()
+    return _without_notice(getattr(t, f"to_sparse_{layout}"))
 
 
 _COMPRESSED_NEEDS = sparse.Needs(canonical=True, batched=True)
@@ -599,7 +603,7 @@ SPARSE = sparse.kind(
     rebuild=_sparse_rebuild,
     of="torch",
     layouts=("csr", "csc", "bsr", "coo"),
-    needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None),
+    needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, strided=False),
            "csr": _COMPRESSED_NEEDS, "csc": _COMPRESSED_NEEDS,
            "bsr": sparse.Needs(canonical=True)},
     reformat=_sparse_reformat,

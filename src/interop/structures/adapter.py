@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..adapters.base import CompositeAdapter, StructureAdapter
+from ..adapters.base import StructureAdapter
 from ..errors import InteropError
 from ..tables import TABLE_TARGETS
 from .nodes import DICT, TUPLE, is_node
@@ -73,8 +73,8 @@ def leaf_options(reg: Any, leaf: Leaf, options: dict[str, Any]) -> dict[str, Any
     a table leaf's ``nulls=``): those its adapter declares (:attr:`CompositeAdapter.options`)."""
     from ..names import TABLE_OPTIONS
 
-    adapter = reg.adapters[leaf.owner]
-    if not isinstance(adapter, CompositeAdapter):
+    adapter = reg.composite(leaf.value)  # (a torch sparse tensor: the kind within torch)
+    if adapter is None:
         return {}
     takes = TABLE_OPTIONS if adapter.options is None else adapter.options
     return {k: v for k, v in options.items() if k in takes}
