@@ -79,3 +79,54 @@ def test_cupyx_is_told_its_checked_indices_are_canonical():
     m = interop.to_framework(t, "cupy")
     assert getattr(m, "_has_canonical_format", None) is True
     assert (m.toarray().get() == t.to_dense().cpu().numpy()).all()
+
+
+# ---- item 1: sparse values fixed and checked on their device --------------------------------
+
+def _cupyx_or_skip():
+    cs = pytest.importorskip("cupyx.scipy.sparse")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("this torch has no CUDA")
+    return cs, torch
+
+
+def test_cupyx_int32_coo_into_torch_is_widened_on_the_device():
+    """cupyx keeps int32 coordinates; torch's COO takes int64: before, they were widened on
+    the host, and torch raised "backend of indices (CPU) must match backend of values"."""
+    cs, torch = _cupyx_or_skip()
+    import cupy
+
+    m = cs.coo_matrix((cupy.array([1.0, 2.0]), (cupy.array([0, 1], cupy.int32),
+                                                 cupy.array([2, 0], cupy.int32))), shape=(2, 3))
+    t = interop.to_framework(m, "torch")
+    assert t.is_cuda and t._indices().is_cuda and t._indices().dtype == torch.int64
+    assert (t.to_dense().cpu().numpy() == m.toarray().get()).all()
+
+
+def test_unsorted_cupyx_csr_into_torch_stays_on_the_device():
+    """torch's CSR needs sorted indices: sorted where the value lives (before: a CPU tensor)."""
+    cs, torch = _cupyx_or_skip()
+    import cupy
+
+    m = cs.csr_matrix((cupy.array([1.0, 2.0, 3.0]), cupy.array([2, 0, 1], cupy.int64),
+                       cupy.array([0, 2, 3], cupy.int64)), shape=(2, 3))
+    t = interop.to_framework(m, "torch")
+    assert t.is_cuda and t.crow_indices().is_cuda
+    assert (t.to_dense().cpu().numpy() == m.toarray().get()).all()
+
+
+def test_jax_bcoo_on_the_gpu_into_torch_and_back_stays_on_the_device():
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    from jax.experimental import sparse as jsparse
+
+    if not torch.cuda.is_available() or jax.devices()[0].platform == "cpu":
+        pytest.skip("needs torch with CUDA and JAX on the GPU")
+    dense = jax.numpy.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])
+    b = jsparse.BCOO.fromdense(dense)
+    t = interop.to_framework(b, "torch")
+    assert t.is_cuda and t._indices().is_cuda
+    back = interop.to_framework(t.coalesce(), "jax")
+    assert all(d.platform != "cpu" for d in back.indices.devices())
+    assert (back.todense() == dense).all()
