@@ -171,3 +171,31 @@ def test_the_invariant_check_of_a_device_value_runs_on_the_device(on_device):
                             _device(m.indptr), m.shape)
     with pytest.raises(MalformedError, match=r"indices from 0 to 5"):
         sparse.check(REGISTRY, bad)
+
+
+def test_without_cupy_a_device_value_is_checked_through_a_host_copy_and_not_fixed():
+    """A registry where torch tensors say they live on a CUDA device and CuPy is not
+    installed (its package named ``not-cupy``): the check reads a host copy; a fix, which must
+    stay on the device, is a FrameworkMissingError naming CuPy."""
+    from dataclasses import replace
+
+    import torch
+
+    from interop.default import build
+    from interop.errors import FrameworkMissingError
+
+    reg = build()
+    reg.add(replace(reg.adapters["torch"], device=lambda t: ("cuda", 0)))
+    reg.add(replace(reg.adapters["cupy"], package="not_cupy_installed_here"))
+    parts = sparse.coo(torch.tensor([1.0, 2.0]), torch.tensor([[0, 1], [1, 0]],
+                                                               dtype=torch.int32), (2, 2))
+    assert sparse.check(reg, parts).get("canonical") is True
+    with pytest.raises(FrameworkMissingError, match="with CuPy, which is not installed"):
+        _fixed_in(reg, parts, "torch", "coo")  # torch's COO takes int64: a widening
+
+
+def _fixed_in(reg, parts, target, layout):
+    parts, fixes = sparse.prepare(reg, parts, reg.builder(target, layout))
+    for f in fixes:
+        parts = f.apply(parts)
+    return parts
