@@ -196,6 +196,29 @@ def build(source: str, r: Raw):
         data, indices, indptr = _compressed(r, axis)
         build = pa.SparseCSRMatrix if layout == "csr" else pa.SparseCSCMatrix
         return build.from_numpy(data, indptr, indices, shape=list(r.shape))
+    if fw == "tensorflow":
+        import tensorflow as tf
+
+        if layout != "coo":
+            return None
+        coords = _break(r, r.coords, r.shape[0]) if r.malformed else r.coords
+        return tf.sparse.SparseTensor(np.ascontiguousarray(coords.T), r.vals,
+                                      list(r.shape))  # TF checks nothing here
+    if fw == "paddle":
+        import paddle
+
+        if r.malformed or not r.vals.size or not r.small() or r.vals.dtype.name in (
+                "bool", "int8"):
+            return None  # paddle builds no empty COO tensor, no bool or int8 values
+        if layout == "coo":
+            return paddle.sparse.sparse_coo_tensor(paddle.to_tensor(r.coords),
+                                                   paddle.to_tensor(r.vals), list(r.shape))
+        if layout != "csr" or not r.canonical or len(r.shape) != 2:
+            return None
+        data, indices, indptr = _compressed(r, 0)
+        return paddle.sparse.sparse_csr_tensor(paddle.to_tensor(indptr),
+                                               paddle.to_tensor(indices),
+                                               paddle.to_tensor(data), list(r.shape))
     assert fw == "sparse", fw
     if r.malformed or r.vals.dtype == np.float16:
         return None  # pydata's constructors check indices themselves
@@ -257,6 +280,8 @@ def entries(y) -> tuple[dict, np.dtype]:
         c = y if isinstance(y, pydata.COO) else y.tocoo()
         return _summed(c.coords, c.data), c.data.dtype
     if fw == "tensorflow":
+        if not hasattr(y, "indices"):  # a dense tensor
+            return _dense(y.numpy())
         return _summed(y.indices.numpy().T, y.values.numpy()), np.dtype(y.values.dtype.name)
     if fw == "paddle":
         if not y.is_sparse():
@@ -318,6 +343,12 @@ def check(x, r: Raw, target: str, fmt, wrap: bool) -> str:
     copies; immutable memory stays read-only or the plan names the hazard; a write through a
     writable side shows on the other. Returns what happened (for the statistics)."""
     opts = {} if fmt is None else {"format": fmt}
+    if os.environ.get("INTEROP_SPARSE_LOG"):  # each case before it runs (a crash's last line)
+        with open(os.environ["INTEROP_SPARSE_LOG"], "a") as log:
+            log.write(f"{framework_of(x)} {type(x).__name__} {getattr(x, 'layout', '')} -> "
+                      f"{target} {fmt} wrap={wrap} shape={r.shape} {r.vals.dtype} "
+                      f"{r.index_dtype} {r.order} {r.malformed} lie={r.lie} {r.view} "
+                      f"coords={r.coords.tolist()} vals={r.vals.tolist()}\n")
     wrap = wrap and target in ("torch", "jax", "numpy")  # (targets of a dense leaf too)
     value = {"m": x, "y": np.arange(3)} if wrap else x
     plan = interop.explain(x, target, **opts)
@@ -356,7 +387,8 @@ def check(x, r: Raw, target: str, fmt, wrap: bool) -> str:
             _quiet(interop.to_framework, x, target, copy=False, **opts)
     if "data" in shared:
         if _immutable(x):
-            assert _immutable(y) or (framework_of(y) == "torch" and plan.hazards), plan
+            assert _immutable(y) or (framework_of(y) in ("torch", "paddle") and plan.hazards), (
+                plan)
         _write_shows(x, y)
     return "zero-copy" if plan.zero_copy else "copied"
 

@@ -110,7 +110,8 @@ def layout_bytes(parts: Parts, layout: str) -> int:
     BSR, per column of CSC), none for COO."""
     dims = shape(parts)
     if layout == "dense":
-        size = parts.array("data").dtype.itemsize if parts.arrays else 1
+        kind = parts.array("data").dtype if parts.arrays else None  # (TensorFlow: .size)
+        size = getattr(kind, "itemsize", None) or getattr(kind, "size", None) or 16
         for n in dims:
             size *= int(n)
         return size
