@@ -6,9 +6,13 @@
 # else .whl/ when it exists: optree and RMM for the lent image, see docs/gpu.md) into a
 # private folder put on PYTHONPATH. Then, in order of value, each step under the time left:
 #   versions   nvidia-smi, every framework's version and device, the packages missing here
+#   sources    first, the gpu tests that settle what reading the frameworks' sources
+#              predicted and the CPU judged with stand-ins (SOURCES_TESTS below:
+#              tests/gpu/test_gpu_sources_third.py, tests/tables/test_tables_gpu.py,
+#              tests/mempool/test_mempool_gpu_sources.py)
 #   table      the GPU cells of the conversion table (docs/gpu-cells.json and the GPU section
 #              of conversion_table.md, written only when this run probed them)
-#   gpu        the gpu-marked tests in one process (the pool's excepted)
+#   gpu        the other gpu-marked tests in one process (the pool's excepted)
 #   pool       the shared pool's gpu-marked tests (tests/mempool/test_mempool_gpu.py, mempool.auto)
 #   core       the core suite, -n 8 when pytest-xdist is there
 #   tensorflow, paddle   their suites, where installed
@@ -19,7 +23,7 @@
 # most STEP_LIMIT, default 540), a step that cannot start in time is reported "not run", so
 # two checks fit one 15-minute lease. The report is rewritten after every step, so a check
 # stopped from outside still leaves one. Everything that comes back goes to $OUT (else
-# $TMPDIR/gpu-check-out), at most 8 files: gpu-report.md, gpu-check.json (steps, counts,
+# $TMPDIR/gpu-check-out), at most 5 files (a lent machine returns 8): gpu-report.md, gpu-check.json (steps, counts,
 # versions, missing packages), gpu-check-logs.tar.gz (every log), gpu-cells.json and
 # conversion_table.md when the cells were probed. Missing packages are named in the report,
 # never counted as failures. Where the tree stays (your own CUDA machine), the report, the
@@ -143,8 +147,13 @@ pytest_args=(-q -ra -p no:cacheprovider --continue-on-collection-errors)
 xdist=()
 has xdist && xdist=(-n 8)
 POOL_TESTS=(tests/mempool/test_mempool_gpu.py tests/mempool/test_mempool_auto.py)
+SOURCES_TESTS=(tests/gpu/test_gpu_sources_third.py tests/tables/test_tables_gpu.py
+               tests/mempool/test_mempool_gpu_sources.py)
 
-# the GPU cells first (the recorded-cells test reads them), then the tests, by value
+# what the sources predicted first (stand-ins decided it on the CPU), then the GPU cells
+# (the recorded-cells test reads them), then the tests, by value
+step sources "$PY" -m pytest "${pytest_args[@]}" --junitxml="$LOG/sources.xml" -m gpu \
+  "${SOURCES_TESTS[@]}"
 step table "$PY" -m interop table --save-gpu "$LOG/gpu-cells.json"
 if [ "$last" -eq 0 ] && [ -f "$LOG/gpu-cells.json" ]; then  # only this run's cells count
   cp conversion_table.md "$LOG/conversion_table.md"
@@ -155,7 +164,8 @@ else
   rm -f "$LOG/gpu-cells.json"  # the report then says the cells were not probed in this run
 fi
 step gpu "$PY" -m pytest "${pytest_args[@]}" --junitxml="$LOG/gpu.xml" \
-  -m "gpu and not tensorflow and not paddle" "${POOL_TESTS[@]/#/--ignore=}"
+  -m "gpu and not tensorflow and not paddle" "${POOL_TESTS[@]/#/--ignore=}" \
+  "${SOURCES_TESTS[@]/#/--ignore=}"
 step pool "$PY" -m pytest "${pytest_args[@]}" --junitxml="$LOG/pool.xml" -m gpu \
   "${POOL_TESTS[@]}"
 step core "$PY" -m pytest "${pytest_args[@]}" "${xdist[@]}" --junitxml="$LOG/core.xml" \

@@ -37,7 +37,7 @@ DISTRIBUTIONS = {"cupy": ["cupy", "cupy-cuda13x", "cupy-cuda12x"],
                  "rmm": ["rmm", "rmm-cu13", "rmm-cu12"], "cudf": ["cudf", "cudf-cu13", "cudf-cu12"],
                  "tensorflow": ["tensorflow", "tensorflow-cpu"], "paddle": ["paddlepaddle-gpu",
                                                                             "paddlepaddle"]}
-RUNS = ("gpu", "pool", "core", "tensorflow", "paddle")
+RUNS = ("sources", "gpu", "pool", "core", "tensorflow", "paddle")
 
 
 # ---- versions -----------------------------------------------------------------------------

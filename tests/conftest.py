@@ -6,9 +6,10 @@
   (a clear error, a "not probed" cell); skips on a GPU host, where its GPU twin runs.
 - ``jax_cpu`` fixture: JAX arrays the test creates land on the CPU (on a GPU host JAX's
   default device is the GPU); the fixture's value is the CPU device.
-- ``standin``: set on every test whose code uses a stand-in (a ``...StandIn`` class,
-  ``helpers.DLPackOnly``, ``stand_in(...)``, or says "stand-in"), so that the summary counts
-  the tests against stand-ins apart from those against real frameworks.
+- ``standin``: set on every test whose code, the code of a fixture it gets, or a helper of
+  its module either calls, uses a stand-in (a ``...StandIn`` class, ``helpers.DLPackOnly``,
+  a ``..._stand_in`` name, or says "stand-in"), so that the summary counts the tests against
+  stand-ins apart from those against real frameworks.
 
 Where a driver is installed but the device query fails (``tests/machine.py``), both markers
 *fail* the test instead of skipping: a broken GPU host never passes as a CPU one.
@@ -23,18 +24,45 @@ import pytest
 
 from machine import machine
 
-STAND_IN = re.compile(r"\w*StandIn\b|\bDLPackOnly\b|\bstand_in\(|stand-in")
+STAND_IN = re.compile(r"\w*StandIn\b|\bDLPackOnly\b|\w*stand_in\b|stand-in")
 """How a test's code names a stand-in."""
+
+
+def _source(fn) -> str:
+    try:
+        return inspect.getsource(fn) if fn is not None else ""
+    except (OSError, TypeError):
+        return ""
+
+
+def _names_stand_in(fn) -> bool:
+    """``fn``'s code, or that of a function of its own module it calls by name, names a
+    stand-in."""
+    if fn is None:
+        return False
+    if STAND_IN.search(_source(fn)):
+        return True
+    code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    helpers = (scope.get(n) for n in (code.co_names if code is not None else ()))
+    return any(inspect.isfunction(h) and h.__module__ == fn.__module__
+               and STAND_IN.search(_source(h)) for h in helpers)
+
+
+def _uses_stand_in(item) -> bool:
+    """The test's own code, the code of any fixture it gets (directly or through other
+    fixtures: ``item.fixturenames`` is the closure), or a helper either calls, names a
+    stand-in."""
+    if _names_stand_in(getattr(item, "function", None)):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}) if info is not None else {}
+    return any(_names_stand_in(d.func) for name in item.fixturenames
+               for d in defs.get(name, ()))
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        fn = getattr(item, "function", None)
-        try:
-            source = inspect.getsource(fn) if fn is not None else ""
-        except (OSError, TypeError):
-            source = ""
-        if item.get_closest_marker("standin") is None and STAND_IN.search(source):
+        if item.get_closest_marker("standin") is None and _uses_stand_in(item):
             item.add_marker(pytest.mark.standin)
 
 

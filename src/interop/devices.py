@@ -162,12 +162,12 @@ def current_cuda_device(target: str) -> int:
 
 def pointer_device(ptr: int) -> int:
     """The CUDA device that owns device pointer ``ptr`` (the current device for NULL), asked
-    of the CUDA runtime through CuPy; a :class:`DeviceError` when it cannot say."""
+    of the CUDA runtime through CuPy, else through ``cuda.bindings`` (which numba-cuda
+    needs); a :class:`DeviceError` when neither is installed or the runtime cannot say."""
     try:
         import cupy
     except ImportError:
-        raise DeviceError(f"cannot tell which CUDA device holds pointer {ptr:#x}: reading a "
-                          "bare CUDA Array Interface producer needs CuPy") from None
+        return _pointer_device_bindings(ptr)
     try:
         if not ptr:
             return int(cupy.cuda.runtime.getDevice())
@@ -175,3 +175,17 @@ def pointer_device(ptr: int) -> int:
     except Exception as e:
         raise DeviceError(f"the CUDA runtime cannot tell which device holds pointer {ptr:#x}: "
                           f"{type(e).__name__}: {e}") from e
+
+
+def _pointer_device_bindings(ptr: int) -> int:
+    try:
+        from cuda.bindings import runtime
+    except ImportError:
+        raise DeviceError(f"cannot tell which CUDA device holds pointer {ptr:#x}: reading a "
+                          "bare CUDA Array Interface producer needs CuPy or cuda-bindings "
+                          "(pip install cupy-cuda12x, or cuda-bindings)") from None
+    err, value = runtime.cudaGetDevice() if not ptr else runtime.cudaPointerGetAttributes(ptr)
+    if err != runtime.cudaError_t.cudaSuccess:
+        raise DeviceError(f"the CUDA runtime cannot tell which device holds pointer {ptr:#x}: "
+                          f"{err!r}")
+    return int(value if not ptr else value.device)

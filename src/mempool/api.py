@@ -167,8 +167,10 @@ def use_rmm_pool(
     pool of ``cudaMallocAsync``: PyTorch natively (``PYTORCH_CUDA_ALLOC_CONF=
     backend:cudaMallocAsync``, written before ``import torch``), JAX natively
     (``XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async``; with *initial_size* XLA preallocates that
-    much, so the release threshold it writes when it starts keeps it), CuPy by
-    ``cupy.cuda.malloc_async`` (a ``CUPY_GPU_MEMORY_LIMIT`` is refused),
+    much where JAX starts on the pool's devices alone and the user set no XLA variable, and
+    writes it as the release threshold, which counts memory in use: docs/pool.md), CuPy by
+    ``cupy.cuda.malloc_async`` (``adapters.cupy.malloc_shared``: out of memory is CuPy's
+    ``OutOfMemoryError``; a ``CUPY_GPU_MEMORY_LIMIT`` is refused),
     Numba and cuDF through RMM's ``CudaAsyncViewMemoryResource`` of that pool; mempool writes
     the pool's release threshold (keep everything), torch and XLA write theirs when they
     start, and ``status()`` reads it, who wrote it, and reserved, in-use and peak bytes from

@@ -16,8 +16,9 @@ start, after mempool did: PyTorch's ``cudaMallocAsync`` backend writes "keep eve
 its first allocation, and XLA's ``cuda_async`` allocator writes its memory fraction of the
 device *if it preallocates*, else 0 (``se_gpu_pjrt_client.cc``). So the JAX adapter lets XLA
 preallocate :func:`xla_fraction` of the device: XLA then primes the pool with the pool's
-initial size and keeps at least that much, whichever of the two starts last, and
-:func:`threshold_writer` says who wrote the value the pool runs with.
+initial size and writes it as the threshold, which counts memory in use too, so what the
+pool keeps depends on which of the two starts last; :func:`threshold_writer` says who wrote
+the value the pool runs with, and what it keeps.
 """
 
 from __future__ import annotations
@@ -135,16 +136,30 @@ def xla_fraction(initial: int, total: int) -> str:
     return repr(initial / total)
 
 
-def threshold_writer(value: int, initial: int | None) -> str:
+def threshold_writer(value: int, initial: int | None, xla: str = "") -> str:
     """Who wrote the release threshold *value*, judged by the values each writer writes:
     mempool and PyTorch "keep everything", XLA its fraction of the device (the pool's
-    *initial* size, see :func:`xla_fraction`), or 0 when it does not preallocate."""
+    *initial* size, see :func:`xla_fraction`), or 0 when it does not preallocate. *xla*: why
+    mempool did not let XLA preallocate the initial size (the JAX adapter's
+    ``threshold_note``), which then says what XLA wrote.
+
+    The threshold counts every byte the pool holds, in use or not (``cudaMemPoolAttr
+    ReleaseThreshold``): XLA's value keeps at most the initial size reserved in all, so once
+    the frameworks hold more, what they free goes back to the driver at each synchronisation
+    (and is mapped again at the next allocation). Which value the pool runs with depends on
+    the order: XLA's when JAX's backend starts after PyTorch's first allocation, "keep
+    everything" when PyTorch allocates after JAX started."""
     if value >= KEEP_EVERYTHING:
         return "mempool, or PyTorch's cudaMallocAsync backend at its first allocation"
     if initial and abs(value - initial) <= 1 << 20:
         return ("XLA when JAX's GPU backend started (XLA_PYTHON_CLIENT_MEM_FRACTION x the "
-                "device's memory: the pool's initial size)")
+                "device's memory: the pool's initial size), after PyTorch's first allocation "
+                "if PyTorch runs: the pool keeps at most that much reserved, memory in use "
+                "included, and gives back what is freed above it at each synchronisation")
+    if xla:
+        return f"XLA when JAX's GPU backend started: {xla}"
     if value == 0:
         return ("XLA when JAX's GPU backend started without preallocation (or the driver's "
-                "default): pass initial_size= to keep that much across synchronisations")
+                "default)" + ("" if initial else ": pass initial_size= to keep that much "
+                              "across synchronisations"))
     return "another writer (CuPy's set_limit or CUPY_GPU_MEMORY_LIMIT, or the user)"

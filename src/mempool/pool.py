@@ -28,6 +28,7 @@ from typing import Any
 
 from . import adapters, asyncpool
 from .adapters import FrameworkAdapter, Unrestored
+from .adapters import jax as jax_adapter
 from .device import current_device, set_device
 from .errors import ConfigError, MempoolWarning
 from .sizes import format_size
@@ -166,9 +167,19 @@ def settle(stacks: Sequence[DeviceStack], settings: Settings) -> None:
         for stack, initial in zip(stacks, settings.initial, strict=True):
             if stack.shared is not None:
                 set_device(stack.device)
-                asyncpool.settle(stack.shared, initial)
+                try:
+                    asyncpool.settle(stack.shared, initial)
+                except MemoryError as exc:
+                    raise _too_large(initial, stack.device, exc) from exc
     finally:
         set_device(original)
+
+
+def _too_large(initial: int | None, device: int, exc: BaseException) -> ConfigError:
+    """The one error for an ``initial_size`` the device cannot reserve, either backend."""
+    return ConfigError(
+        f"could not reserve an initial pool of {format_size(initial or 0)} on device {device} "
+        f"({exc}); pass a smaller initial_size, e.g. '50%' or '1GiB'")
 
 
 def activate(settings: Settings) -> list[DeviceStack]:
@@ -186,10 +197,7 @@ def activate(settings: Settings) -> list[DeviceStack]:
                     backend=settings.backend, device=device,
                 )
             except MemoryError as exc:
-                raise ConfigError(
-                    f"could not reserve an initial pool of {format_size(initial)} on device "
-                    f"{device} ({exc}); pass a smaller initial_size, e.g. '50%' or '1GiB'"
-                ) from exc
+                raise _too_large(initial, device, exc) from exc
             stacks.append(stack)
         set_resources(stacks)
     except BaseException:
@@ -215,7 +223,7 @@ def _stats_of(stack: DeviceStack, initial: int | None = None) -> dict[str, Any]:
                          in_use_bytes=held["in_use"], peak_bytes=held["peak"],
                          release_threshold=held["release_threshold"],
                          release_threshold_by=asyncpool.threshold_writer(
-                             held["release_threshold"], initial))
+                             held["release_threshold"], initial, jax_adapter.threshold_note()))
         return stats
     counts = stack.stats.allocation_counts
     stats.update(

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 import torch
 
+from interop import devices
 from interop.adapters import cudf_
 from interop.api import REGISTRY
 from interop.errors import DeviceError, UnsupportedConversionError
@@ -109,13 +110,39 @@ def test_building_a_cudf_table_never_probes_the_cuda_array_interface(cudf_standi
             build.build(REGISTRY, {"a": col}, "cudf")
 
 
-def test_cai_into_torch_names_no_device_so_torch_reads_the_pointers(monkeypatch):
+class AsTensorStandIn:
+    """``torch.as_tensor`` of a CAI producer as torch does it: ``torch.set_default_device``
+    puts its device into every ``as_tensor`` call without one (``torch/utils/_device.py``,
+    ``DeviceContext``), and ``internal_new_from_data`` (``torch/csrc/utils/tensor_new.cpp``)
+    then ``.to()``s the tensor read from the pointers there: a copy (another device), nothing
+    (``"meta"``), or the same memory (its own device). Records what it did."""
+
+    def __init__(self, default, pointer_device):
+        self.default, self.pointer_device, self.calls = default, pointer_device, []
+
+    def __call__(self, obj, device=None, **kw):
+        device = torch.device(device if device is not None else self.default)
+        own = torch.device("cuda", self.pointer_device)
+        what = "same memory" if device == own else "data lost" if device.type == "meta" \
+            else "copied"
+        self.calls.append((str(device), what))
+        return types.SimpleNamespace(device=device)
+
+
+@pytest.mark.parametrize("default", ["cpu", "meta", "cuda:1", "cuda:0"])
+def test_cai_into_torch_names_the_pointers_device_whatever_torchs_default(monkeypatch,
+                                                                           default):
+    """Before, ``torch.as_tensor(obj)`` took torch's default device: a silent copy to the
+    host under ``"cpu"``, the data lost under ``"meta"``, a copy to another GPU under
+    ``"cuda:1"``. Now the pointer's own device is named (asked of the CUDA runtime)."""
+    from interop import devices
     from interop.adapters import torch_
 
-    seen = []
-    monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: seen.append((obj, kw)) or "t")
-    assert torch_._from_cai(_DeviceBuffer()) == "t"
-    assert seen[0][1] == {}  # a device= here would copy data living on another GPU
+    as_tensor = AsTensorStandIn(default, pointer_device=0)
+    monkeypatch.setattr(torch, "as_tensor", as_tensor)
+    monkeypatch.setattr(devices, "pointer_device", lambda ptr: 0)
+    t = torch_._from_cai(_DeviceBuffer())
+    assert as_tensor.calls == [("cuda:0", "same memory")] and t.device == torch.device("cuda", 0)
 
 
 def test_read_only_cai_into_torch_goes_through_a_writable_alias(monkeypatch):
@@ -127,6 +154,7 @@ def test_read_only_cai_into_torch_goes_through_a_writable_alias(monkeypatch):
 
     seen = []
     monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: seen.append(obj) or "t")
+    monkeypatch.setattr(devices, "pointer_device", lambda ptr: 0)
     src = ReadOnly()
     torch_._from_cai(src)
     alias = seen[0]
@@ -153,9 +181,37 @@ def test_cai_stream_makes_torch_wait(monkeypatch):
     monkeypatch.setattr(torch.cuda, "ExternalStream", External)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: Current())
     monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: types.SimpleNamespace(device=None))
+    monkeypatch.setattr(devices, "pointer_device", lambda ptr: 0)
     torch_._from_cai(OnStream())
     assert waits == [0x1234]
     monkeypatch.setenv("CUPY_CUDA_ARRAY_INTERFACE_SYNC", "0")
     torch_._from_cai(OnStream())
     assert waits == [0x1234]  # the user's opt-out is honoured
 
+
+
+def test_pointer_device_without_cupy_asks_cuda_bindings(monkeypatch):
+    """Without CuPy the pointer's device is asked of ``cuda.bindings.runtime``
+    (``cudaPointerGetAttributes``: ``(err, attributes)``, numba-cuda's dependency); neither
+    installed is a DeviceError naming both."""
+    from interop.errors import DeviceError
+
+    class RuntimeStandIn:
+        cudaError_t = types.SimpleNamespace(cudaSuccess=0)
+
+        @staticmethod
+        def cudaPointerGetAttributes(ptr):
+            return 0, types.SimpleNamespace(device=3)
+
+        @staticmethod
+        def cudaGetDevice():
+            return 0, 2
+
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.runtime = RuntimeStandIn
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    assert devices.pointer_device(0x7F0000000000) == 3 and devices.pointer_device(0) == 2
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)
+    with pytest.raises(DeviceError, match="needs CuPy or cuda-bindings"):
+        devices.pointer_device(0x7F0000000000)

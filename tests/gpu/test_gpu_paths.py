@@ -75,6 +75,9 @@ class TorchStreams:
         monkeypatch.setattr(torch.cuda, "default_stream", lambda device=None: self.default)
         monkeypatch.setattr(torch, "as_tensor",  # a tensor on the current device
                             lambda obj, **kw: types.SimpleNamespace(device=None, obj=obj))
+        from interop import devices  # the CUDA runtime's answer for the stand-in's pointer
+
+        monkeypatch.setattr(devices, "pointer_device", lambda ptr: 0)
         return self
 
 

@@ -15,6 +15,7 @@ import torch
 from test_gpu_rules import DeviceStandIn
 
 import interop
+from interop import devices
 from interop.adapters import torch_
 from interop.adapters.base import ArrayAdapter
 from interop.default import build
@@ -147,27 +148,74 @@ class TorchCudaStandIn:
 
 
 class CudaTensor:
-    """Named stand-in for a CUDA tensor: its device, nothing else is read."""
+    """Named stand-in for a CUDA tensor: its device, and ``__dlpack__`` as torch 2.13's
+    ``Tensor.__dlpack__`` (``torch/_tensor.py``) checks it: a tensor off the current device is
+    refused with ``BufferError`` before ``stream`` is read; it records the streams passed."""
 
     requires_grad = False
+    is_cuda = True
 
     def __init__(self, index):
         self.device = torch.device("cuda", index)
+        self.exported: list[tuple[int, object]] = []
+
+    def __dlpack_device__(self):
+        return (2, self.device.index)
+
+    def __dlpack__(self, stream=-1, **kw):
+        if self.device.index != torch.cuda.current_device():
+            raise BufferError("Can't export tensors on a different CUDA device index. "
+                              f"Expected: {self.device.index}. "
+                              f"Current device: {torch.cuda.current_device()}.")
+        self.exported.append((torch.cuda.current_device(), stream))
+        return "capsule"
 
 
 @pytest.mark.parametrize(("stream", "index", "passed", "waits"), [
     (2, 0, -1, [("external 0x2@0", "current@0")]),  # torch refuses 2: ordered here
-    (USER_STREAM, 1, -1, [(f"external {USER_STREAM:#x}@1", "current@1")]),  # off the current
+    (2, 1, -1, [("external 0x2@1", "current@1")]),  # ... on the tensor's device
+    (USER_STREAM, 1, USER_STREAM, []),  # exported under its device: torch orders it there
     (USER_STREAM, 0, USER_STREAM, []),  # torch orders it itself
     (-1, 1, -1, []),  # no synchronisation asked
 ])
 def test_torch_export_stream(monkeypatch, stream, index, passed, waits):
     """torch 2.13's ``Tensor.__dlpack__`` raises ``BufferError("per-thread default stream is
-    not supported.")`` for 2, and takes the current device's streams for a tensor on another
-    device: torch's export is ordered here, on the tensor's device, and exported with -1."""
+    not supported.")`` for 2: that export is ordered here, on the tensor's device, and
+    exported with -1; any other stream torch orders itself (the export runs under the
+    tensor's device, below)."""
     streams = TorchCudaStandIn(current_device=0).install(monkeypatch)
     assert torch_.ADAPTER.export_stream(CudaTensor(index), stream) == passed
     assert streams.waits == waits
+
+
+class DeviceGuardStandIn:
+    """``torch.cuda.device(d)``: the current device is ``d`` inside, the previous one after."""
+
+    def __init__(self, streams, device):
+        self.streams, self.index = streams, torch.device(device).index
+
+    def __enter__(self):
+        self.before, self.streams.current_device = self.streams.current_device, self.index
+
+    def __exit__(self, *exc):
+        self.streams.current_device = self.before
+
+
+@pytest.mark.parametrize("stream", [USER_STREAM, None, 1])
+def test_torch_tensor_off_the_current_device_exports_under_its_own(monkeypatch, stream):
+    """Before, the export of a tensor on device 1 with device 0 current raised torch's
+    ``BufferError`` whatever the stream (the ``-1`` workaround came too late): now it runs
+    under ``torch.cuda.device(1)``, with the consumer's stream, and device 0 is current after."""
+    streams = TorchCudaStandIn(current_device=0).install(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "device", lambda d: DeviceGuardStandIn(streams, d))
+    t = CudaTensor(1)
+    exported = torch_.ADAPTER.export_dlpack(t)
+    assert exported.__dlpack_device__() == (2, 1)
+    assert exported.__dlpack__(stream=stream) == "capsule"
+    assert t.exported == [(1, stream)]
+    assert streams.current_device == 0
+    same = CudaTensor(0)
+    assert torch_.ADAPTER.export_dlpack(same) is same  # on the current device: as it is
 
 
 # ---- item 5: a CUDA Array Interface producer into torch -----------------------------------
@@ -188,6 +236,7 @@ def test_cai_into_torch_honours_minus_one_and_the_producers_device(monkeypatch, 
                                                                      waits):
     streams = TorchCudaStandIn(current_device=0).install(monkeypatch)
     monkeypatch.setattr(torch, "as_tensor", lambda obj, **kw: TensorOn(index))
+    monkeypatch.setattr(devices, "pointer_device", lambda ptr: index)  # the runtime's answer
     out = torch_._from_cai(DeviceStandIn(shape=(4,), stream=0x1230), user)
     assert out.device.index == index and streams.waits == waits
 

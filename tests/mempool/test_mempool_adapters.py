@@ -330,6 +330,11 @@ def test_jax_memory_is_described_per_device() -> None:
     assert adapter.describe_memory(held) == (
         "cuda:0 holds 3.0 GiB in use (peak 4.0 GiB, limit 60.0 GiB); cuda:1 holds 0 B in use"
     )
+    # XLA's cuda_async allocator never compares an allocation with bytes_limit
+    # (gpu_cudamallocasync_allocator.cc, AllocateRaw): not shown as a limit
+    assert adapter.describe_memory(held, shared=True).startswith(
+        "cuda:0 holds 3.0 GiB in use (peak 4.0 GiB, bytes_limit 60.0 GiB, which XLA's "
+        "cuda_async allocator does not enforce);")
 
 
 def test_tensorflow_env_var_set_and_restored(monkeypatch) -> None:

@@ -306,6 +306,8 @@ def test_torch_jax_cupy_numba_reuse_one_default_pool() -> None:
         import gc, json
         import mempool
         from mempool.device import device_memory
+        import os
+        os.environ["JAX_CUDA_VISIBLE_DEVICES"] = "0"  # XLA preallocates on the pool's alone
         pool = mempool.use_rmm_pool("256MiB", backend="async", devices=[0])  # before any starts
         import torch
         if not torch.cuda.is_available():
@@ -359,7 +361,8 @@ def test_jax_then_torch_then_cupy_keep_the_shared_pool_usable() -> None:
     out = _run(
         """
         import json
-        import mempool
+        import mempool, os
+        os.environ["JAX_CUDA_VISIBLE_DEVICES"] = "0"  # XLA preallocates on the pool's alone
         pool = mempool.use_rmm_pool("256MiB", backend="async", devices=[0])
         import jax, jax.numpy as jnp
         if jax.devices()[0].platform == "cpu":

@@ -183,7 +183,8 @@ def driver(monkeypatch, log) -> DriverStandIn:
 
 @pytest.fixture
 def clean(monkeypatch):
-    """No allocator variable set, torch not imported, JAX not started, CuPy's allocator kept."""
+    """No allocator variable set, torch not imported, JAX not started (a stand-in of
+    ``jax._src.xla_bridge`` with no backends), CuPy's allocator kept."""
     for var in ENV:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delitem(sys.modules, "torch", raising=False)
@@ -278,6 +279,9 @@ def test_torch_imported_on_cuda_malloc_async_is_routed_natively(clean) -> None:
     assert "natively from the device's default pool" in reason
     assert "torch.cuda.empty_cache() trims the pool for every framework" in reason
     assert "reset_peak_memory_stats() resets the peaks status() reads" in reason
+    # CUDAMallocAsyncAllocator.cpp getDeviceStats: the default pool's used/reserved counters
+    assert ("torch.cuda.memory_allocated() / memory_reserved() count the whole pool (every "
+            "framework's bytes)") in reason
     assert not torch_adapter.status("pool").routed
     assert torch_adapter.uninstall(state) is None  # it was like that before the pool
 
@@ -346,7 +350,8 @@ def test_cupy_async_allocates_from_the_current_pool_and_builds_no_memory_async_p
     before = cupy.cuda.get_allocator()
     driver.current = DEFAULT_POOL  # as share() leaves it
     state = cupy_adapter.install({0: None}, backend="async")
-    assert cupy.cuda.get_allocator() is malloc_async_stand_in
+    assert cupy.cuda.get_allocator() is cupy_adapter.malloc_shared
+    assert cupy.cuda.get_allocator()(1 << 20) == 1 << 20  # through cupy.cuda.malloc_async
     assert log == []  # no pool built, no device visited, no threshold written
     report = cupy_adapter.status("async")
     assert report.routed and "cudaMallocAsync from the device's current pool" in report.reason
@@ -355,6 +360,67 @@ def test_cupy_async_allocates_from_the_current_pool_and_builds_no_memory_async_p
     assert not cupy_adapter.status("async").routed
     assert cupy_adapter.uninstall(state) is None
     assert cupy.cuda.get_allocator() is before
+
+
+class OutOfMemoryStandIn:
+    """``cupy.cuda.malloc_async`` on a full pool, as CuPy 14.2 does it (``memory.pyx``:
+    ``MemoryAsync.__init__`` calls ``runtime.mallocAsync``, which raises the runtime's
+    ``CUDARuntimeError(cudaErrorMemoryAllocation)``) for its first ``fails`` calls; the current
+    stream's ``synchronize`` is recorded (it returns memory freed on it to the pool)."""
+
+    def __init__(self, log: list[str], fails: int, status: int = 2) -> None:
+        self.log, self.fails, self.status = log, fails, status
+
+    def __call__(self, size: int) -> int:
+        self.log.append(f"malloc_async {size}")
+        if self.fails:
+            self.fails -= 1
+            raise cupy.cuda.runtime.CUDARuntimeError(self.status)
+        return size
+
+    def stream(self) -> SimpleNamespace:
+        return SimpleNamespace(synchronize=lambda: self.log.append("synchronize"))
+
+
+@pytest.mark.parametrize("fails", [1, 2, 3])
+def test_cupy_out_of_memory_on_the_shared_pool_is_cupys_out_of_memory_error(
+        clean, cupy_async, driver, log, fails) -> None:
+    """Before, CuPy's allocator on the shared pool was ``malloc_async`` itself: a full pool
+    raised ``CUDARuntimeError`` (a ``RuntimeError``), which neither ``except MemoryError`` nor
+    CuPy's own fallbacks catch, with no retry. Now it retries as ``MemoryAsyncPool.malloc``
+    does (synchronise the current stream, twice) and raises ``OutOfMemoryError``."""
+    full = OutOfMemoryStandIn(log, fails)
+    clean.setattr(cupy.cuda, "malloc_async", full)
+    clean.setattr(cupy.cuda, "get_current_stream", full.stream)
+    driver.current = DEFAULT_POOL
+    state = cupy_adapter.install({0: None}, backend="async")
+    try:
+        allocate = cupy.cuda.get_allocator()
+        if fails < 3:
+            assert allocate(4096) == 4096
+        else:
+            with pytest.raises(MemoryError) as e:
+                allocate(4096)
+            assert isinstance(e.value, cupy.cuda.memory.OutOfMemoryError), type(e.value)
+            assert "Out of memory allocating 4,096 bytes" in str(e.value)
+        tries = min(fails + 1, 3)
+        assert log == ["malloc_async 4096", "synchronize"] * (tries - 1) + ["malloc_async 4096"]
+    finally:
+        cupy_adapter.uninstall(state)
+
+
+def test_cupy_other_runtime_errors_on_the_shared_pool_pass_through(clean, cupy_async, driver,
+                                                                   log) -> None:
+    broken = OutOfMemoryStandIn(log, 1, status=700)  # cudaErrorIllegalAddress: not retried
+    clean.setattr(cupy.cuda, "malloc_async", broken)
+    driver.current = DEFAULT_POOL
+    state = cupy_adapter.install({0: None}, backend="async")
+    try:
+        with pytest.raises(cupy.cuda.runtime.CUDARuntimeError):
+            cupy.cuda.get_allocator()(4096)
+        assert log == ["malloc_async 4096"]
+    finally:
+        cupy_adapter.uninstall(state)
 
 
 def test_cupy_memory_limit_is_refused_on_the_shared_pool(clean, cupy_async, no_device, log):
@@ -424,6 +490,83 @@ def test_without_an_initial_size_xla_does_not_preallocate_and_status_says_why(
         pool.close()
 
 
+def test_xla_is_not_let_preallocate_on_gpus_outside_the_pool(clean, cupy_async, no_device,
+                                                              driver, log) -> None:
+    """XLA makes one ``cuda_async`` allocator per device it starts on, each priming and
+    keeping ``fraction x total`` (``se_gpu_pjrt_client.cc``, ``CreateCudaAsyncAllocator``):
+    one process-wide fraction would take the initial size on every visible GPU, not only the
+    pool's (a dask-cuda worker sees all of them). Before, mempool set it whenever an initial
+    size was given; now only where JAX starts on the pool's devices alone, and status() says
+    why the pool's device then runs with XLA's 0."""
+    clean.setattr(jax_adapter, "cuda_device_count", lambda: (4, "4 CUDA device(s)"))
+    pool = mempool.use_rmm_pool("1GiB", backend="async", frameworks=["cupy", "jax"])
+    try:
+        assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+        assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ
+        XLAStandIn(driver, 80 * GiB).start()  # on each of the 4: threshold 0, nothing primed
+        assert log[-1] == "xla threshold 0x0"
+        writer = mempool.status().statistics[0]["release_threshold_by"]
+        assert "JAX would start on devices [1, 2, 3] outside the pool's [0]" in writer
+        assert "set JAX_CUDA_VISIBLE_DEVICES=0 before JAX starts" in writer
+    finally:
+        pool.close()
+    clean.setenv("JAX_CUDA_VISIBLE_DEVICES", "0")  # JAX uses the pool's device only
+    pool = mempool.use_rmm_pool("1GiB", backend="async", frameworks=["cupy", "jax"])
+    try:
+        assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+        assert os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] == repr(1 / 80)
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize(("yours", "xla_wrote"), [
+    ({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, 0),
+    ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"}, 0),  # mempool: PREALLOCATE=false
+    ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5", "XLA_PYTHON_CLIENT_PREALLOCATE": "true"},
+     40 * GiB)])
+def test_the_users_own_xla_settings_are_named_not_initial_size(
+        clean, cupy_async, no_device, driver, yours, xla_wrote) -> None:
+    """The usual JAX-beside-torch settings are kept, and XLA writes what they say (0 without
+    preallocation, its fraction with): before, status() then advised "pass initial_size="
+    (which the user had passed) or named "another writer (CuPy's set_limit ...)"."""
+    for k, v in yours.items():
+        clean.setenv(k, v)
+    pool = mempool.use_rmm_pool("1GiB", backend="async", frameworks=["cupy", "jax"])
+    try:
+        XLAStandIn(driver, 80 * GiB).start()
+        assert driver.attrs["threshold"] == xla_wrote
+        writer = mempool.status().statistics[0]["release_threshold_by"]
+        assert writer.startswith("XLA when JAX's GPU backend started: your ")
+        assert all(f"{k}={v}" in writer for k, v in yours.items())
+        assert "unset them before use_rmm_pool()" in writer
+        assert "pass initial_size=" not in writer and "another writer" not in writer
+    finally:
+        pool.close()
+
+
+def test_jax_started_after_torch_keeps_only_the_initial_size_and_status_says_so(
+        clean, cupy_async, no_device, driver) -> None:
+    """The threshold counts every byte the pool holds, in use or not (CUDA's
+    ``cudaMemPoolAttrReleaseThreshold``, the stand-in driver's ``synchronize``): with XLA's
+    value (JAX started after torch's first allocation) the pool keeps 256 MiB in all, and
+    torch's freed 2 GiB go back to the driver at the next synchronisation; with torch's
+    (JAX first) everything stays. status() says which, and what it means."""
+    driver.attrs.update(threshold=0, reserved=0, used=0)
+    pool = mempool.use_rmm_pool("256MiB", backend="async", frameworks=["cupy", "jax"])
+    try:
+        driver.attrs.update(threshold=KEEP)  # torch's first allocation
+        XLAStandIn(driver, 80 * GiB).start()  # then JAX's backend
+        driver.allocate(2 * GiB)
+        driver.free(2 * GiB)
+        driver.synchronize()
+        assert driver.attrs["reserved"] == 256 << 20  # not the 2 GiB torch freed
+        writer = mempool.status().statistics[0]["release_threshold_by"]
+        assert "after PyTorch's first allocation" in writer
+        assert "keeps at most that much reserved, memory in use included" in writer
+    finally:
+        pool.close()
+
+
 def test_a_second_async_pool_after_jax_started_under_a_closed_one(
         clean, cupy_async, no_device, driver) -> None:
     """Issue 35, item 6: JAX started under a pool keeps cuda_async after close() gives the
@@ -450,6 +593,7 @@ def test_numba_contexts_keep_rmm_after_uninstall(monkeypatch) -> None:
     from numba.cuda.cudadrv import driver as numba_driver
     from rmm.allocators.numba import RMMNumbaManager
 
+    # stand-ins of numba-cuda's Context and Device (driver.py) as the check reads them
     context = SimpleNamespace(memory_manager=RMMNumbaManager(context=None))
     device = SimpleNamespace(id=0, primary_context=context)
     monkeypatch.setattr(numba_driver.driver, "devices", {0: device}, raising=False)
@@ -515,7 +659,7 @@ def test_use_rmm_pool_async_routes_everyone_then_close_gives_all_back(
             pool.close()
     assert log == [f"current pool {OTHER_POOL:#x}", "threshold 0x0"]
     assert not {"PYTORCH_CUDA_ALLOC_CONF", "XLA_PYTHON_CLIENT_ALLOCATOR"} & set(os.environ)
-    assert cupy.cuda.get_allocator() is not malloc_async_stand_in
+    assert cupy.cuda.get_allocator() is not cupy_adapter.malloc_shared
     assert pool.closed and pool.unrestored == () and mempool.current_pool() is None
 
 
@@ -532,7 +676,27 @@ def test_close_says_what_stays_on_the_default_pool_and_keeps_its_threshold(
     assert "keeps the release threshold torch runs with" in text
     assert log == [f"current pool {OTHER_POOL:#x}"]  # the threshold stays for torch
     assert pool.closed and not pool.pinned_by and [u.name for u in pool.unrestored] == ["torch"]
-    assert cupy.cuda.get_allocator() is not malloc_async_stand_in  # CuPy got its own back
+    assert cupy.cuda.get_allocator() is not cupy_adapter.malloc_shared  # CuPy got its own back
+
+
+def test_an_initial_size_the_device_cannot_reserve_is_the_config_error_of_either_backend(
+        clean, cupy_async, no_device, driver, log) -> None:
+    """``backend="pool"`` turns RMM's ``MemoryError`` into a ``ConfigError`` with advice; with
+    ``"async"`` the priming's ``cudaMallocFromPoolAsync`` out of memory
+    (``cudaErrorMemoryAllocation``, the stand-in driver's answer here) was a raw
+    ``MemoryError``. Now the same error, and everything is given back."""
+    def full(size, pool, stream):
+        log.append(f"prime {size}")
+        return 2, None  # cudaErrorMemoryAllocation
+
+    driver.cudaMallocFromPoolAsync = full
+    driver.cudaGetErrorString = lambda err: (0, b"out of memory")
+    before = cupy.cuda.get_allocator()
+    with pytest.raises(ConfigError, match=r"could not reserve an initial pool of 100\.0 GiB on "
+                                          r"device 0 .*pass a smaller initial_size"):
+        mempool.use_rmm_pool("100GiB", backend="async", frameworks=["cupy"])
+    assert cupy.cuda.get_allocator() is before and mempool.current_pool() is None
+    assert log[-2:] == ["current pool 0xa0", "threshold 0x0"]  # the device's pool given back
 
 
 def test_torch_imported_first_changes_nothing(clean, cupy_async, no_device, log) -> None:

@@ -397,6 +397,59 @@ def test_cupyx_sparse_is_rebuilt_as_an_array_class_keeping_the_index_dtype_stand
     assert shape == (2, 2) and all(a is b for a, (_, b) in zip(arg, arrays))
 
 
+class _CupyxCompressedStandIn:
+    """cupyx 14.2's compressed arrays (``cupyx/scipy/sparse/_compressed.py``): without a
+    value set, ``has_canonical_format`` runs a kernel and synchronises (recorded here); its
+    setter caches the flag (and sorted indices with it)."""
+
+    def __init__(self, arg, shape):
+        self.kernels = 0
+
+    @property
+    def has_canonical_format(self):
+        if not hasattr(self, "_has_canonical_format"):
+            self.kernels += 1  # _has_canonical_format_kern(...).all(): synchronize!
+            self._has_canonical_format = True
+        return self._has_canonical_format
+
+    @has_canonical_format.setter
+    def has_canonical_format(self, val):
+        self._has_canonical_format = bool(val)
+
+
+class _CupyxCooStandIn:
+    """cupyx 14.2's ``coo_array`` (``_coo.py``): ``has_canonical_format`` is a plain attribute,
+    False from the tuple constructor, so ``sum_duplicates`` sorts again unless it is set."""
+
+    def __init__(self, arg, shape):
+        self.has_canonical_format = False
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("checked", [True, False])
+def test_cupyx_is_told_the_indices_interop_checked_are_canonical_standin(monkeypatch, layout,
+                                                                          checked):
+    from interop.adapters import cupy_
+    from interop.adapters.base import Parts
+    from interop.api import REGISTRY
+
+    standin = type(sys)("cupyx.scipy.sparse")
+    standin.csr_array = standin.csc_array = _CupyxCompressedStandIn
+    standin.coo_array = _CupyxCooStandIn
+    monkeypatch.setitem(sys.modules, "cupyx.scipy.sparse", standin)
+    if layout == "coo":
+        arrays = (("data", np.ones(2)), ("coords", np.array([[0, 1], [1, 0]])))
+    else:
+        arrays = (("data", np.ones(2)), ("indices", np.array([0, 1])),
+                  ("indptr", np.array([0, 1, 2])))
+    m = cupy_.SPARSE.rebuild(REGISTRY, Parts(layout, arrays, (("shape", (2, 2)),
+                                                              ("canonical", checked))), "cupy")
+    if layout == "coo":
+        assert m.has_canonical_format is checked  # else cupyx sorts again
+    else:  # told when checked; left to cupyx's own kernel when not known
+        assert m.has_canonical_format and m.kernels == (0 if checked else 1)
+
+
 def test_a_value_dtype_cupyx_lacks_is_refused_before_any_copy_standin():
     """No device: the refusal comes first (its cupyx rule is read from source, a stand-in
     for a run)."""

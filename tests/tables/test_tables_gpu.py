@@ -62,9 +62,10 @@ def test_dict_of_jax_device_columns_to_cudf():
 
 
 def test_arrow_c_device_array_on_cuda():
+    """cuDF's own export, without ``pyarrow.cuda`` (pyarrow's wheels have none: before, this
+    was a raw ``ArrowKeyError: Device type 2 is not registered``, hidden by an importorskip)."""
     cudf = pytest.importorskip("cudf")
     cp = pytest.importorskip("cupy")
-    pytest.importorskip("pyarrow.cuda")
     df = cudf.DataFrame({"x": cp.arange(5, dtype=cp.float32)})
     if not hasattr(df, "__arrow_c_device_array__"):
         pytest.skip("this cuDF does not export __arrow_c_device_array__")
@@ -72,3 +73,77 @@ def test_arrow_c_device_array_on_cuda():
                                  lambda self, *a, **k: df.__arrow_c_device_array__(*a, **k)})()
     cols = interop.to_framework(holder, "cupy")
     cp.testing.assert_array_equal(cols["x"], cp.arange(5, dtype=cp.float32))
+
+
+class CupyDeviceArray:
+    """An Arrow C device array over CuPy memory, as cuDF's ``to_arrow_device`` exports one:
+    pyarrow's export of a host batch of the same schema, its data buffers replaced by CuPy's
+    pointers, labelled CUDA device ``device``, with ``sync_event`` a ``cudaEvent_t*``
+    recorded on the stream that writes the data."""
+
+    def __init__(self, columns, device, event=None, null_count=None):
+        import ctypes
+
+        import pyarrow as pa
+        from test_tables_device_arrow import _struct
+
+        self.columns, self.device, self.null_count = columns, device, null_count
+        self.event = None if event is None else ctypes.c_void_p(event.ptr)
+        self.batch = pa.record_batch({n: pa.array(c.get()) for n, c in columns.items()})
+        self._ctypes, self._struct = ctypes, _struct
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kw):
+        ctypes = self._ctypes
+        schema, array = self.batch.__arrow_c_device_array__(requested_schema, **kw)
+        s = self._struct(array)
+        s.device_type, s.device_id = 2, self.device
+        s.sync_event = ctypes.addressof(self.event) if self.event is not None else None
+        for i, col in enumerate(self.columns.values()):
+            child = s.array.children[i].contents
+            buffers = ctypes.cast(child.buffers, ctypes.POINTER(ctypes.c_void_p))
+            buffers[1] = col.data.ptr
+            if self.null_count is not None:
+                buffers[0] = col.data.ptr  # a "validity bitmap" at a device address
+                child.null_count = self.null_count
+        return schema, array
+
+
+def test_arrow_c_device_array_from_cupy_memory_waits_for_its_event_on_its_device():
+    """No cuDF needed: the columns are CuPy's own memory (pointers equal), the values are
+    those written on a side stream before the event was recorded there (the consumer waited
+    on it), and on a second GPU the columns are on that GPU."""
+    cp = pytest.importorskip("cupy")
+    device = 1 if cp.cuda.runtime.getDeviceCount() > 1 else 0
+    with cp.cuda.Device(device):
+        side = cp.cuda.Stream(non_blocking=True)
+        with side:
+            x = cp.zeros(1 << 22, dtype=cp.float32)
+            side.synchronize()
+            for _ in range(20):
+                x += 1.0  # queued on the side stream
+            event = side.record()
+        holder = CupyDeviceArray({"x": x}, device, event)
+    cols = interop.to_framework(holder, "cupy")
+    assert cols["x"].data.ptr == x.data.ptr and cols["x"].device.id == device
+    assert float(cols["x"].sum()) == 20.0 * (1 << 22)
+
+
+def test_arrow_c_device_array_with_an_unknown_null_count_is_refused_not_read():
+    """null_count -1 and a bitmap at a device address: pyarrow would count its bits on the
+    host (a segfault); interop refuses from the struct. In a child: a crash fails this test."""
+    from helpers import run_child
+
+    done = run_child("""
+        import sys
+        sys.path[:0] = ["tests", "tests/tables"]
+        import cupy as cp, interop
+        from interop.errors import UnsupportedConversionError
+        from test_tables_gpu import CupyDeviceArray
+        x = cp.arange(8, dtype=cp.float64)
+        try:
+            interop.to_framework(CupyDeviceArray({"x": x}, 0, null_count=-1), "cupy")
+        except UnsupportedConversionError as e:
+            assert "unknown number of nulls" in str(e), e
+            print("ok")
+    """)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

@@ -122,10 +122,12 @@ def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
 
 
 class DeviceRows:
-    """The rows of an Arrow array whose values live on a CUDA device (imported through
-    ``__arrow_c_device_array__``) as a ``__cuda_array_interface__`` (v3) over the same device
-    memory: the registry hands it to CuPy, torch, JAX ... on the device by its dense rules.
-    Awaits a GPU run: the stand-in test checks the interface, not a device."""
+    """The rows of a pyarrow array whose values live on a CUDA device (``pyarrow.cuda``) as
+    a ``__cuda_array_interface__`` (v3) over the same device memory: the registry hands it to
+    CuPy, torch, JAX ... on the device by its dense rules. It names no stream: pyarrow exposes
+    none for such an array (an Arrow C device array is read by
+    :mod:`interop.tables.arrow_device`, which waits on its ``sync_event``). Awaits a GPU run:
+    the stand-in test checks the interface, not a device."""
 
     def __init__(self, arr: Any, buf: Any, dtype: Any, start: int, shape: tuple[int, ...],
                  strides: tuple[int, ...] | None = None) -> None:

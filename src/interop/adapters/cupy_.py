@@ -112,7 +112,9 @@ ADAPTER = ArrayAdapter(
 # ``*_array`` ones keep the dtype given: interop builds ``*_array``. Its values are bool,
 # float32/64 or complex64/128 only. It keeps a COO value's coordinates one array per
 # dimension (stacked when taken apart: a copy, named), and computes ``has_canonical_format``
-# itself, on the device, when it needs it (no public setter).
+# itself, with a kernel and a synchronisation, when it needs it, unless told: a rebuilt value
+# whose indices interop checked sorted and distinct is told (the property's setter,
+# ``_compressed.py``; a plain attribute of COO, ``_coo.py``), so cupyx does not sort again.
 _is_sparse = instance_test("cupyx.scipy.sparse", "spmatrix", "sparray")
 
 
@@ -136,9 +138,13 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
     cs = module("cupyx.scipy.sparse")
     a, shape = dict(parts.arrays), sparse.shape(parts)
     if parts.layout == "coo":
-        return cs.coo_array((a["data"], tuple(a["coords"])), shape=shape)  # (col,) for 1-D
-    build = cs.csr_array if parts.layout == "csr" else cs.csc_array
-    return build((a["data"], a["indices"], a["indptr"]), shape=shape)
+        m = cs.coo_array((a["data"], tuple(a["coords"])), shape=shape)  # (col,) for 1-D
+    else:
+        build = cs.csr_array if parts.layout == "csr" else cs.csc_array
+        m = build((a["data"], a["indices"], a["indptr"]), shape=shape)
+    if sparse.canonical(parts):
+        m.has_canonical_format = True
+    return m
 
 
 SPARSE = sparse.kind(

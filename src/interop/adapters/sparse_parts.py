@@ -15,13 +15,19 @@ Each framework's module reads and builds its own sparse type; this module is wha
 crashes it later) and lists the :class:`~interop.adapters.base.Fix` es the target's
 :class:`Needs` ask for, each the cheapest honest copy (indices widened to int64, indices
 sorted within rows), never of the values unless they must move with their indices.
+
+Checks and fixes run where the value lives (:func:`_local`): on the host with NumPy, on a
+CUDA device with CuPy (the GPU hub: a torch or JAX device array is handed to CuPy zero-copy),
+whose API is NumPy's, so one code serves both and no index array crosses to the host (a few
+scalars are read: whether the indices are sorted, their extremes). What a fix makes on a
+device stays there, for the target's dense route to take zero-copy.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import MalformedError, UnsupportedConversionError
+from ..errors import FrameworkMissingError, MalformedError, UnsupportedConversionError
 from ..record import record
 from .base import CompositeAdapter, Fix, Parts, module
 
@@ -130,14 +136,14 @@ def check(reg: Any, parts: Parts) -> Parts:
     """``parts`` checked (:class:`MalformedError` for a broken invariant), with what was found:
     ``canonical`` (indices sorted and distinct) and ``index_max`` (the largest index value,
     index pointers included). Runs before any framework is handed the value, its own layout
-    change (``format=``) included. The index arrays are read on the host (a NumPy view of
-    host memory; device indices are copied to the host to be read). A layout of no index
-    arrays (SciPy's dia, lil) goes as it is: only ``format=`` takes it on."""
+    change (``format=``) included. The index arrays are read where they live
+    (:func:`_local`: a device value's on its device). A layout of no index arrays (SciPy's
+    dia, lil) goes as it is: only ``format=`` takes it on."""
     if parts.layout not in LAYOUTS or parts.get("checked"):
         return parts
-    np = module("numpy")
     dims = shape(parts)
     host = _index_arrays(reg, parts)
+    np = _xp(next(iter(host.values())))
     if parts.layout == "coo":
         coords = host["coords"].T if parts.get("coords") == NNZ_FIRST else host["coords"]
         found, top = _check_coo(np, dims, parts.array("data"), coords)
@@ -153,7 +159,7 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
     lays them out, what it cannot hold refused (:class:`UnsupportedConversionError`), and the
     fixes its :class:`Needs` ask for."""
     parts = check(reg, parts)
-    np = module("numpy")
+    np = module("numpy")  # dtype names only
     needs: Needs = (builder.needs or {}).get(parts.layout, Needs())
     dims = shape(parts)
     _refuse_unbuildable(reg, parts, builder, needs)
@@ -184,7 +190,7 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
     if not (needs.strided or needs.canonical and not canonical(parts)):
         # (sorting and widening make compact buffers)
         loose = tuple(r for r, a in parts.arrays
-                      if r not in wide and not _compact(host[r] if r in host else _host(reg, a)))
+                      if r not in wide and not _compact(host[r] if r in host else _local(reg, a)))
         if loose:
             fixes.append(Fix(loose, f"{builder.of} reads every buffer as compact: "
                              f"{', '.join(map(str, loose))} copied compact",
@@ -193,8 +199,8 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
 
 
 def _index_arrays(reg: Any, parts: Parts) -> dict[str, Any]:
-    """The index arrays of ``parts`` by role, as host NumPy arrays (views of host memory)."""
-    return {r: _host(reg, a) for r, a in parts.arrays if r in INDEX_ROLES}
+    """The index arrays of ``parts`` by role, where they live (:func:`_local`)."""
+    return {r: _local(reg, a) for r, a in parts.arrays if r in INDEX_ROLES}
 
 
 def _refuse_unbuildable(reg: Any, parts: Parts, builder: Any, needs: Needs) -> None:
@@ -212,7 +218,7 @@ def _refuse_unbuildable(reg: Any, parts: Parts, builder: Any, needs: Needs) -> N
             f"{builder.of} holds shapes of dimensions up to {needs.max_dim}; this one has "
             f"shape {dims}")
     if needs.data_dtypes is not None:
-        name = _host(reg, parts.array("data")[:0]).dtype.name
+        name = _local(reg, parts.array("data")[:0]).dtype.name
         if name not in needs.data_dtypes:
             raise UnsupportedConversionError(
                 f"{builder.of} holds sparse values of {', '.join(needs.data_dtypes)} only, "
@@ -371,10 +377,8 @@ def _compact(a: Any) -> bool:
 
 
 def _compacted(reg: Any, parts: Parts, roles: tuple[str, ...]) -> Parts:
-    """The buffers ``roles`` copied compact (row-major), of their dtype."""
-    from ..host import fresh_copy  # loaded by the first fix, not by a first call
-
-    return parts.replace({r: fresh_copy(_host(reg, parts.array(r))) for r in roles})
+    """The buffers ``roles`` copied compact (row-major), of their dtype, where they live."""
+    return parts.replace({r: _fresh(_local(reg, parts.array(r), fix=True)) for r in roles})
 
 
 def _same(parts: Parts) -> Parts:
@@ -392,28 +396,61 @@ def _to_widen(np: Any, host: dict[str, Any], takes: tuple[str, ...],
 
 
 def _widened(reg: Any, parts: Parts, roles: tuple[str, ...]) -> Parts:
-    from ..host import fresh_copy
+    return parts.replace({r: _fresh(_local(reg, parts.array(r), fix=True), "int64")
+                          for r in roles})
 
-    return parts.replace({r: fresh_copy(_host(reg, parts.array(r)), "int64") for r in roles})
 
-
-def _host(reg: Any, a: Any) -> Any:
-    """A host NumPy array of ``a`` (a part of a value being fixed; what a fix makes is a
-    fresh 64-byte aligned buffer, as every buffer interop allocates)."""
+def _local(reg: Any, a: Any, fix: bool = False) -> Any:
+    """``a`` where it lives, as an array of a namespace with NumPy's API: on the host a NumPy
+    view; on a CUDA device a CuPy array of the same memory (CuPy's own as it is, torch's and
+    JAX's handed over zero-copy: CuPy is the GPU hub). Without CuPy a device array is read
+    through a host copy, and a fix of one (*fix*), which must stay on the device, is a
+    :class:`FrameworkMissingError` naming CuPy."""
+    top = type(a).__module__.partition(".")[0]
+    if top == "cupy":
+        return a
+    if top == "numpy":
+        return reg.convert(a, "numpy", device="cpu")
+    owner = reg.adapters[reg.owner(a)]
+    where = owner.device(a)[0] if getattr(owner, "device", None) is not None else "cpu"
+    if where == "cpu":
+        return reg.convert(a, "numpy", device="cpu")
+    if reg.adapters["cupy"].missing() is None:
+        return reg.convert(a, "cupy")
+    if fix:
+        raise FrameworkMissingError(
+            f"fixing the indices of a sparse value on a {where} device (sorting, widening, "
+            "compacting) is done there with CuPy, which is not installed: pip install "
+            "cupy-cuda12x (or cupy-cuda13x), or fix them first")
     return reg.convert(a, "numpy", device="cpu")
+
+
+def _xp(a: Any) -> Any:
+    """The namespace of an array :func:`_local` gave: NumPy, or CuPy on a device."""
+    return module(type(a).__module__.partition(".")[0])
+
+
+def _fresh(a: Any, dtype: Any = None) -> Any:
+    """A new compact copy of ``a`` (cast to ``dtype``) where it lives: a 64-byte aligned host
+    buffer, as every buffer interop allocates, or a CuPy array on ``a``'s device."""
+    xp = _xp(a)
+    if xp.__name__ == "numpy":
+        from ..host import fresh_copy  # loaded by the first fix, not by a first call
+
+        return fresh_copy(a) if dtype is None else fresh_copy(a, dtype)
+    return xp.array(a, dtype=a.dtype if dtype is None else dtype, order="C", copy=True)
 
 
 def _canonicalised(reg: Any, parts: Parts) -> Parts:
     """The entries sorted (row-major, or by column within each row) and duplicates summed:
-    new data and index arrays."""
-    from ..host import fresh_copy
-
-    np = module("numpy")
+    new data and index arrays, where the value lives."""
+    fresh_copy = _fresh
     dims = shape(parts)
-    data = _host(reg, parts.array("data"))
+    data = _local(reg, parts.array("data"), fix=True)
+    np = _xp(data)
     if parts.layout == "coo":
         ndim_first = parts.get("coords") == NDIM_FIRST
-        coords = _host(reg, parts.array("coords"))
+        coords = _local(reg, parts.array("coords"), fix=True)
         coords = coords if ndim_first else coords.T
         if _fits(dims):
             order = np.argsort(_linear(np, coords, dims), kind="stable")
@@ -427,13 +464,15 @@ def _canonicalised(reg: Any, parts: Parts) -> Parts:
         return parts.replace({"data": fresh_copy(summed),
                               "coords": fresh_copy(new if ndim_first else new.T)},
                              canonical=True)
-    indices, indptr = _host(reg, parts.array("indices")), _host(reg, parts.array("indptr"))
+    indices = _local(reg, parts.array("indices"), fix=True)
+    indptr = _local(reg, parts.array("indptr"), fix=True)
     if indptr.ndim != 1:
         raise UnsupportedConversionError(
             f"a batched {parts.layout} value with unsorted or duplicate indices: sort each "
             "matrix first (the target requires sorted, distinct indices)")
-    rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
-    order = np.lexsort((indices, rows))
+    # each entry's row (np.repeat of the row numbers; CuPy's repeat takes host counts only)
+    rows = np.searchsorted(indptr[1:], np.arange(indices.size), side="right")
+    order = np.lexsort(np.stack((indices.astype(rows.dtype), rows)))  # CuPy: one 2-D key
     rows, cols = rows[order], indices[order]
     first = np.ones(rows.size, bool)
     first[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])

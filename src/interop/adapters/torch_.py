@@ -71,8 +71,38 @@ def _device(t: Any) -> tuple[str, int]:
     return dev.type, dev.index or 0
 
 
-def _export(t: Any) -> Any:
+def _detached(t: Any) -> Any:
     return t.detach() if t.requires_grad else t
+
+
+def _export(t: Any) -> Any:
+    """What is handed to a DLPack consumer: ``t`` (detached), or, for a CUDA tensor off the
+    current device, :class:`_OnItsDevice`."""
+    t = _detached(t)
+    if t.is_cuda and t.device.index != module("torch").cuda.current_device():
+        return _OnItsDevice(t)
+    return t
+
+
+class _OnItsDevice:
+    """A CUDA tensor on a device other than the current one, exported under its own device.
+
+    torch's ``Tensor.__dlpack__`` (``torch/_tensor.py``, torch 2.13) raises ``BufferError("Can't
+    export tensors on a different CUDA device index")`` before it reads ``stream``; under
+    ``torch.cuda.device(t.device)`` it exports, and orders the consumer's ``stream`` after
+    torch's current stream of that device, as it does for a tensor on the current one."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, t: Any) -> None:
+        self.tensor = t
+
+    def __dlpack_device__(self) -> Any:
+        return self.tensor.__dlpack_device__()
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        with module("torch").cuda.device(self.tensor.device):
+            return self.tensor.__dlpack__(**kw)
 
 
 def _layout_obstacle(t: Any) -> str | None:
@@ -139,20 +169,25 @@ class _Writable:
 
 
 def _from_cai(obj: Any, stream: int | None = None) -> Any:
-    """A tensor over a CAI producer's memory, on the device that holds it (torch reads the
-    pointer's device when none is given; naming one would copy, or mislabel, the data), after
-    the producer's ``stream`` (CAI v3), which torch itself does not wait on: the consumer's
-    ``stream`` (a spec number; ``None``: torch's current stream on that device; ``-1``: no
-    synchronisation) waits for it, both streams taken on the producer's device."""
+    """A tensor over a CAI producer's memory, on the device that holds it, named explicitly:
+    ``torch.as_tensor`` without ``device=`` takes torch's default device
+    (``torch.set_default_device`` puts it into every ``as_tensor`` call,
+    ``torch/utils/_device.py``) and ``.to()``s the data there (``tensor_new.cpp``,
+    ``internal_new_from_data``): a copy to the host under ``"cpu"``, the data lost under
+    ``"meta"``, another GPU's label or copy under ``"cuda:N"``. Then the producer's ``stream``
+    (CAI v3), which torch itself does not wait on: the consumer's ``stream`` (a spec number;
+    ``None``: torch's current stream on that device; ``-1``: no synchronisation) waits for
+    it, both streams taken on the producer's device."""
     import torch
 
+    from ..devices import pointer_device
     from ..protocols import cai
 
     interface = cai.interface_of(obj)
     view = cai.validate(interface, who=type(obj).__name__)
     if view.readonly:
         obj = _Writable(dict(interface, data=(view.ptr, False)), obj)
-    t = torch.as_tensor(obj)
+    t = torch.as_tensor(obj, device=torch.device("cuda", pointer_device(view.ptr)))
     produced = cai.stream_of(interface)
     if produced is not None and stream != -1 and not cai.sync_disabled():
         consumer = (torch.cuda.current_stream(t.device) if stream is None
@@ -173,17 +208,15 @@ def _stream(torch: Any, n: int, device: Any = None) -> Any:
 
 
 def _export_stream(t: Any, stream: int) -> int:
-    """What to pass to ``Tensor.__dlpack__`` for a consumer on ``stream``: ``stream`` itself,
-    or ``-1`` once ordered here where torch cannot: it refuses the per-thread default stream
-    (``BufferError``, torch 2.13), and takes the current device's streams for a tensor on
-    another one. Here the consumer's stream, on the tensor's device, waits for torch's
-    current stream there."""
-    if stream == -1 or t.device.type != "cuda":
+    """What to pass to ``Tensor.__dlpack__`` for a consumer on ``stream``: ``stream`` itself
+    (the export runs under the tensor's device, :class:`_OnItsDevice`, so torch orders it on
+    that device's streams), or ``-1`` for the per-thread default stream (2), which torch
+    refuses (``BufferError``, torch 2.13): here the consumer's stream, on the tensor's device,
+    then waits for torch's current stream there."""
+    if stream != dlpack.STREAM_PER_THREAD or t.device.type != "cuda":
         return stream
     import torch
 
-    if stream != dlpack.STREAM_PER_THREAD and t.device.index == torch.cuda.current_device():
-        return stream
     producer = torch.cuda.current_stream(t.device)
     consumer = _stream(torch, stream, t.device)
     if consumer != producer:
@@ -209,7 +242,7 @@ class _Streamed:
 
 
 def _export_cai(t: Any) -> Any:
-    return _Streamed(_export(t))
+    return _Streamed(_detached(t))
 
 
 def _device_copy(t: Any, ts: str | None) -> Any:

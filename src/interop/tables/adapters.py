@@ -156,7 +156,7 @@ def _arrow_c_convert(reg: Any, x: Any, target: str, *, copy: bool | None = None,
         return _convert(reg, label, _arrow_table(t), target, copy, device, options, steps)
     else:
         imp, dev, _ = arrow_c.import_device_array(x)
-        if dev == arrow_c.ARROW_DEVICE_CUDA:  # pragma: no cover - needs a GPU
+        if imp is not None and dev != arrow_c.ARROW_DEVICE_CPU:  # CUDA: needs a GPU
             return _convert(reg, label, arrow_c.device_columns(imp), target, copy, device,
                             options)
         if dev != arrow_c.ARROW_DEVICE_CPU:

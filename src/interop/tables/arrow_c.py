@@ -8,11 +8,11 @@
   column, so a stream of one batch converts zero-copy and several batches cost one join.
   Reading consumes a one-shot stream, so ``explain`` reads only its schema.
 * ``__arrow_c_device_array__`` (Arrow C Device Data Interface): a CPU device imports like
-  ``__arrow_c_array__``; a CUDA device is imported by pyarrow as ``pyarrow.cuda`` buffers and
-  each fixed-width column is handed on as a ``__cuda_array_interface__`` over its data buffer,
-  a ``fixed_size_list`` or tensor column as the N-D interface of its values
-  (:class:`interop.adapters.arrow_nested.DeviceRows`) (needs a GPU; never run on the CPU-only test
-  machine).
+  ``__arrow_c_array__``; a CUDA device is read from its C structs (:mod:`.arrow_device`:
+  pyarrow's wheels cannot import it), after waiting on the producer's ``sync_event``, and each
+  fixed-width column is handed on as a ``__cuda_array_interface__`` over its data buffer, a
+  ``fixed_size_list`` or tensor column as the N-D interface of its values (needs a GPU for the
+  data; the reading is tested on the CPU with structs labelled CUDA).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any
 from ..errors import ProtocolError, UnsupportedConversionError
 
 ARROW_DEVICE_CPU = 1
-ARROW_DEVICE_CUDA = 2
 
 
 def has_array(x: Any) -> bool:
@@ -80,18 +79,26 @@ def schema_of(x: Any) -> Any:
 
 
 def import_device_array(x: Any) -> tuple[Any, int, int]:
-    """``(RecordBatch or Array, device_type, device_id)`` from ``__arrow_c_device_array__``."""
-    import pyarrow as pa
+    """``(batch, device_type, device_id)`` from ``__arrow_c_device_array__``: on the CPU a
+    ``RecordBatch`` or ``Array`` imported by pyarrow, on CUDA an
+    :class:`~.arrow_device.DeviceBatch` read from the C structs, on another device ``None``."""
+    from . import arrow_device
 
     schema_capsule, array_capsule = x.__arrow_c_device_array__()
+    struct = arrow_device.device_struct(array_capsule)
+    kind, device = int(struct.device_type), int(struct.device_id)
+    if kind == arrow_device.CUDA:
+        return arrow_device.read(schema_capsule, array_capsule, struct), kind, device
+    if kind != ARROW_DEVICE_CPU:
+        return None, kind, device
+    import pyarrow as pa
+
     try:
         batch = pa.RecordBatch._import_from_c_device_capsule(schema_capsule, array_capsule)
     except Exception:  # not a struct: one array
         schema_capsule, array_capsule = x.__arrow_c_device_array__()
         batch = pa.Array._import_from_c_device_capsule(schema_capsule, array_capsule)
-    dev = getattr(batch, "device_type", None)
-    kind = ARROW_DEVICE_CPU if dev is None else int(getattr(dev, "value", dev))
-    return batch, kind, 0
+    return batch, kind, device
 
 
 def device_typestr(t: Any) -> str:
@@ -121,33 +128,14 @@ def _numeric_typestr(t: Any) -> str:
     return f"{'|' if n == 1 else '<'}{kind}{n}"
 
 
-class CudaColumn:  # pragma: no cover - needs a GPU and pyarrow built with CUDA
-    """A fixed-width Arrow column on a CUDA device as ``__cuda_array_interface__`` (v3)."""
-
-    def __init__(self, arr: Any) -> None:
-        import numpy as np
-
-        if arr.null_count:
-            raise UnsupportedConversionError(
-                "a device Arrow column with nulls: fill them on the device first")
-        dtype = np.dtype(device_typestr(arr.type))
-        data = arr.buffers()[1]
-        self._keep = (arr, data)
-        self.__cuda_array_interface__ = {
-            "shape": (len(arr),), "typestr": dtype.str, "version": 3, "strides": None,
-            "data": (int(data.address) + arr.offset * dtype.itemsize, False),
-        }
-
-
 def device_columns(batch: Any) -> list[tuple[str, Any]]:  # pragma: no cover - needs a GPU
-    """``[(name, CuPy array)]`` over each column's device buffer (through its CAI), for a
-    record batch imported from a CUDA device."""
+    """``[(name, CuPy array)]`` over each column's device buffer (through its CAI, which names
+    the stream that waited on the producer's ``sync_event``), for an array imported from a
+    CUDA device, made on the device that holds it."""
     import cupy
 
-    from .columns import _arrow_kind
+    from .arrow_device import wait_event
 
-    # list and tensor columns stay Arrow arrays: the nested composite reads their device
-    # buffers (interop.adapters.arrow_nested.DeviceRows)
-    return [(f.name, batch.column(i) if _arrow_kind(f.type) == "nested"
-             else cupy.asarray(CudaColumn(batch.column(i))))
-            for i, f in enumerate(batch.schema)]
+    stream = wait_event(batch)
+    with cupy.cuda.Device(batch.device_id):
+        return [(name, cupy.asarray(col)) for name, col in batch.columns(stream)]

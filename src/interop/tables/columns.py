@@ -265,7 +265,9 @@ def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: boo
     if not (ours(col.type) or numeric_items(col.type)):
         return _unsupported(name, col.type)
     prep.value, prep.nested = col, True
-    if not col.null_count or nulls == "raise":
+    # a column on a device: its bitmap is refused, unread, where its rows are read
+    # (arrow_nested); pyarrow would count an unknown null count's bits on the host
+    if not getattr(col, "is_cpu", True) or not col.null_count or nulls == "raise":
         return prep
     if nulls == "fill":
         prep.error = ("unsupported", f"column {name!r} ({col.type}) holds {col.null_count} "

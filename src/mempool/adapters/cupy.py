@@ -2,9 +2,10 @@
 
 ``backend="pool"``: ``rmm_cupy_allocator`` allocates a ``DeviceBuffer`` from RMM's current
 device resource, and the buffer keeps that resource alive, so CuPy arrays stay valid after
-the pool is closed. ``backend="async"``: ``cupy.cuda.malloc_async``, so CuPy calls
-``cudaMallocAsync`` itself from the device's current pool (mempool made it the default pool
-on the pool's devices), with no RMM and no Python allocator of ours on the path. Not
+the pool is closed. ``backend="async"``: :func:`malloc_shared`, ``cupy.cuda.malloc_async`` (CuPy
+calls ``cudaMallocAsync`` itself from the device's current pool, which mempool made the
+default pool on the pool's devices), with no RMM on the path; one Python call of ours turns
+the runtime's out-of-memory into CuPy's ``OutOfMemoryError`` after CuPy's own retries. Not
 ``MemoryAsyncPool``: built with a list of handles it visits every visible GPU and writes
 each one's release threshold (``CUPY_GPU_MEMORY_LIMIT``, else keep everything), and its
 ``malloc`` takes the threshold as its limit, refusing to grow the pool past it; another
@@ -29,6 +30,28 @@ OPTIONS: tuple[str, ...] = ("backend",)
 
 
 LIMIT_VAR = "CUPY_GPU_MEMORY_LIMIT"
+_OUT_OF_MEMORY = 2  # cudaErrorMemoryAllocation, the status of CuPy's CUDARuntimeError
+
+
+def malloc_shared(size: int) -> Any:
+    """CuPy's allocator on the shared pool: ``cupy.cuda.malloc_async``, retried as CuPy's
+    ``MemoryAsyncPool.malloc`` retries it (``cupy/cuda/memory.pyx``: after synchronising the
+    current stream, twice, so that memory freed on it returns to the pool), without that
+    pool's limit check. ``malloc_async`` alone raises the runtime's ``CUDARuntimeError`` (a
+    ``RuntimeError``) when the pool is out of memory; what CuPy users and CuPy itself catch
+    (``except MemoryError``, the fallbacks of ``cupy._core`` / ``cupy.cuda.cub``) is
+    ``cupy.cuda.memory.OutOfMemoryError``, raised here."""
+    cuda = sys.modules["cupy"].cuda
+    for attempt in range(3):
+        try:
+            return cuda.malloc_async(size)
+        except cuda.runtime.CUDARuntimeError as e:
+            if e.status != _OUT_OF_MEMORY:
+                raise
+            error = e
+        if attempt < 2:
+            cuda.get_current_stream().synchronize()
+    raise cuda.memory.OutOfMemoryError(size, -1) from error
 
 
 def check(devices: Sequence[int], backend: str = "pool") -> None:
@@ -51,7 +74,7 @@ def install(resources: Mapping[int, Any], backend: str = "pool") -> Any:
     previous = cupy.cuda.get_allocator()
     if backend == "async":
         check(list(resources), backend)
-        cupy.cuda.set_allocator(cupy.cuda.malloc_async)
+        cupy.cuda.set_allocator(malloc_shared)
     else:
         from rmm.allocators.cupy import rmm_cupy_allocator
 
@@ -89,7 +112,7 @@ def status(backend: str | None = None) -> FrameworkStatus:
     rmm_cupy = sys.modules.get("rmm.allocators.cupy")
     if rmm_cupy is not None and allocator is rmm_cupy.rmm_cupy_allocator:
         return FrameworkStatus(NAME, True, "cupy.cuda.set_allocator(rmm_cupy_allocator)")
-    if allocator is cupy.cuda.malloc_async:
+    if allocator is malloc_shared or allocator is cupy.cuda.malloc_async:
         how = "cupy.cuda.malloc_async: cudaMallocAsync from the device's current pool"
         if not _current_is_default(cupy):
             return FrameworkStatus(NAME, False, f"{how}, which is not its default pool")

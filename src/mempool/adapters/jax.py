@@ -15,8 +15,11 @@ would then give back everything unused at every synchronisation). So with an
 ``initial_size`` mempool lets XLA preallocate that fraction
 (``XLA_PYTHON_CLIENT_PREALLOCATE=true``, ``XLA_PYTHON_CLIENT_MEM_FRACTION`` = the initial
 size over the device's memory, :func:`mempool.asyncpool.xla_fraction`): XLA primes the shared
-pool with it and keeps at least that much, in whichever order the frameworks start; a
-fraction or preallocation the user set wins. A JAX that already started on the GPU with
+pool with it and writes it as the threshold (which counts memory in use too: see
+:func:`mempool.asyncpool.threshold_writer` for what that keeps, by start order); a fraction or
+preallocation the user set wins, and XLA is not let preallocate where JAX would start on a
+device outside the pool (it would prime and keep the size on each); :func:`threshold_note`
+says why it was not. A JAX that already started on the GPU with
 another allocator is an :class:`OrderError` there; the allocator a JAX started with under
 the pool is remembered after ``close()`` (XLA keeps it for the life of the process).
 :func:`status` shows what JAX's GPU devices hold.
@@ -31,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..asyncpool import xla_fraction
-from ..device import device_memory
+from ..device import cuda_device_count, device_memory
 from ..errors import ConfigError, MempoolWarning, OrderError
 from ..sizes import format_size
 from ._base import FrameworkStatus, Unrestored, restore_env, set_env
@@ -101,17 +104,63 @@ def check(devices: Sequence[int], allocator: str | None = None, backend: str = "
         )
 
 
+VISIBLE_VAR = "JAX_CUDA_VISIBLE_DEVICES"  # jax's jax_cuda_visible_devices: the devices it uses
+_not_preallocated: list[str] = []
+"""Why mempool did not let XLA preallocate the pool's initial size (while the pool lives):
+read by :func:`threshold_note`."""
+
+
+def _jax_devices() -> list[int]:
+    """The CUDA devices JAX's backend will start on: ``JAX_CUDA_VISIBLE_DEVICES`` (``"all"``
+    or a comma-separated list, ``jax._src.xla_bridge``), else every visible device."""
+    named = os.environ.get(VISIBLE_VAR, "all").strip()
+    if named and named != "all":
+        return sorted(int(d) for d in named.split(","))
+    return list(range(cuda_device_count()[0]))
+
+
+def _users_settings() -> str:
+    """The preallocation and fraction variables the user set, as ``NAME=value`` text."""
+    return " and ".join(f"{v}={os.environ[v]}" for v in (ENV_VAR, *FRACTION_VARS)
+                        if v in os.environ)
+
+
 def _preallocate(backend: str, initial: Mapping[int, int | None] | None) -> tuple[Any, Any]:
-    """``backend="async"`` with an initial size: XLA preallocates it (the module's doc).
-    Returns the previous values of the fraction and preallocation variables."""
-    if (backend != "async" or _started()[0] or ENV_VAR in os.environ
-            or any(v in os.environ for v in FRACTION_VARS)):
-        return UNTOUCHED, UNTOUCHED  # the user's choice wins (status() shows the threshold)
-    sizes = [(size, device_memory(d)[1]) for d, size in (initial or {}).items() if size]
-    if not sizes:
+    """``backend="async"`` with an initial size: XLA preallocates it (the module's doc), unless
+    the user set the variables (theirs win), or JAX would start on a device outside the
+    pool: XLA primes and keeps its fraction on *every* device it starts on
+    (``se_gpu_pjrt_client.cc``, one allocator per device, one fraction for all), which would
+    take that memory on GPUs the pool was not given (a dask-cuda worker sees every GPU). Why
+    it did not is kept for :func:`threshold_note`. Returns the previous values of the
+    fraction and preallocation variables."""
+    _not_preallocated.clear()
+    sizes = [(size, d) for d, size in (initial or {}).items() if size]
+    if backend != "async" or _started()[0] or not sizes:
         return UNTOUCHED, UNTOUCHED  # no initial size: XLA allocates on demand (threshold 0)
-    size, total = max(sizes, key=lambda st: st[0] / st[1])
+    yours = _users_settings()
+    if yours:  # the user's choice wins
+        _not_preallocated.append(
+            f"your {yours} kept: XLA writes what the variables say (its fraction of the "
+            f"device if it preallocates, 0 if not; mempool sets {ENV_VAR}=false where you "
+            "did not set it), not the pool's initial_size; to keep initial_size, unset them "
+            "before use_rmm_pool() (mempool then lets XLA preallocate it)")
+        return UNTOUCHED, UNTOUCHED
+    outside = sorted(set(_jax_devices()) - set(initial or {}))
+    if outside:
+        _not_preallocated.append(
+            f"JAX would start on devices {outside} outside the pool's {sorted(initial or {})} "
+            "too, and XLA would prime and keep the initial size on each; so XLA does not "
+            f"preallocate: to keep initial_size, set {VISIBLE_VAR}="
+            f"{','.join(map(str, sorted(initial or {})))} before JAX starts (JAX then uses "
+            "the pool's devices only), or pass devices='all'")
+        return UNTOUCHED, UNTOUCHED
+    size, total = max(((s, device_memory(d)[1]) for s, d in sizes), key=lambda st: st[0] / st[1])
     return set_env(FRACTION_VARS[1], xla_fraction(size, total)), set_env(ENV_VAR, "true")
+
+
+def threshold_note() -> str:
+    """Why XLA did not preallocate the pool's initial size (``""``: it was let to)."""
+    return _not_preallocated[-1] if _not_preallocated else ""
 
 
 def _set_allocator(allocator: str | None) -> Any:
@@ -171,6 +220,7 @@ def uninstall(previous: Any) -> Unrestored | None:
     allocator is remembered, so a later pool sees it after the variable is given back.
     """
     preallocate, allocator, fraction, backend = previous
+    _not_preallocated.clear()
     if _started()[1] and not _started_with:
         _started_with.append(_env_allocator())
     if allocator is not UNTOUCHED:
@@ -202,14 +252,20 @@ def memory() -> dict[str, dict[str, int]]:
     return held
 
 
-def describe_memory(held: Mapping[str, Mapping[str, int]]) -> str:
-    """``"cuda:0 holds 1.0 GiB in use (peak 2.0 GiB, limit 60.0 GiB)"``, one clause per device."""
+def describe_memory(held: Mapping[str, Mapping[str, int]], shared: bool = False) -> str:
+    """``"cuda:0 holds 1.0 GiB in use (peak 2.0 GiB, limit 60.0 GiB)"``, one clause per device.
+
+    *shared*: XLA runs its ``cuda_async`` allocator, whose ``AllocateRaw``
+    (``gpu_cudamallocasync_allocator.cc``) calls ``cuMemAllocFromPoolAsync`` without comparing
+    with ``bytes_limit``: the figure is named as XLA's, not enforced, instead of a limit."""
     parts = []
     for device, stats in held.items():
         text = f"{device} holds {format_size(stats.get('bytes_in_use', 0))} in use"
         extra = [f"{label} {format_size(stats[key])}" for key, label in (
             ("peak_bytes_in_use", "peak"), ("bytes_reserved", "reserved"),
-            ("bytes_limit", "limit")) if key in stats]
+            ("bytes_limit", "bytes_limit" if shared else "limit")) if key in stats]
+        if shared and "bytes_limit" in stats:
+            extra[-1] += ", which XLA's cuda_async allocator does not enforce"
         parts.append(text + (f" ({', '.join(extra)})" if extra else ""))
     return "; ".join(parts)
 
@@ -224,7 +280,8 @@ def status(backend: str | None = None) -> FrameworkStatus:
         reason = f"{ALLOCATOR_VAR}={SHARED}: XLA allocates natively from the device's default pool"
         held = memory()
         if held:
-            reason += f"; {describe_memory(held)} (XLA's own count of its share of the pool)"
+            reason += (f"; {describe_memory(held, shared=True)} (XLA's own count of its share "
+                       "of the pool)")
         return FrameworkStatus(NAME, True, reason + ("" if started else " (not started yet)"))
     allocator = os.environ.get(ALLOCATOR_VAR)
     reason = report.reason
@@ -232,7 +289,8 @@ def status(backend: str | None = None) -> FrameworkStatus:
         reason += f"; {ALLOCATOR_VAR}={allocator}"
     held = memory() if report.installed else {}
     if held:
-        reason += f"; {describe_memory(held)} (beside the pool, not in it)"
+        shared = _env_allocator() == SHARED
+        reason += f"; {describe_memory(held, shared)} (beside the pool, not in it)"
     return FrameworkStatus(report.name, False, reason, report.installed)
 
 

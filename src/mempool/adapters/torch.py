@@ -194,9 +194,13 @@ def uninstall(previous: Any) -> Unrestored | None:
 
 
 SHARED_NOTE = ("; on the shared pool torch.cuda.empty_cache() trims the pool for every "
-               "framework (to 0 bytes kept) and torch.cuda.reset_peak_memory_stats() resets the "
-               "peaks status() reads, for every framework")
-"""What PyTorch's cudaMallocAsync backend does to the whole pool (``status()`` says it)."""
+               "framework (to 0 bytes kept), torch.cuda.reset_peak_memory_stats() resets the "
+               "peaks status() reads, for every framework, and torch.cuda.memory_allocated() / "
+               "memory_reserved() count the whole pool (every framework's bytes), not "
+               "PyTorch's share")
+"""What PyTorch's cudaMallocAsync backend does to the whole pool (``status()`` says it): its
+``getDeviceStats`` (``c10/cuda/CUDAMallocAsyncAllocator.cpp``) reads the default pool's
+``cudaMemPoolAttrUsedMemCurrent`` / ``ReservedMemCurrent`` as allocated / reserved bytes."""
 
 
 def status(backend: str | None = None) -> FrameworkStatus:
