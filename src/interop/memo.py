@@ -1,10 +1,9 @@
 """Memoised verdicts: per value (a dtype, a sharding) or per key of a value (an Arrow type's
-id, a polars dtype's class)."""
+id, an extension type's name and storage, a polars dtype's class)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 
@@ -46,6 +45,23 @@ def memo_by(key: Callable[[Any], Any],
     return cached
 
 
-ARROW_TYPE_ID = attrgetter("id")
-"""The key of :func:`memo_by` for Arrow types: the kind of an Arrow type depends on its id
-alone, not on its unit, time zone or width parameters."""
+def extension_name(t: Any) -> str | None:
+    """The registered name of an Arrow extension type (``"arrow.fixed_shape_tensor"``,
+    ``"arrow.bool8"``, a library's own), ``None`` for any other Arrow type: the one reading
+    of what extension a type is, by name, never by its Python class."""
+    return getattr(t, "extension_name", None)
+
+
+def arrow_type_key(t: Any) -> Any:
+    """The key of :func:`memo_by` for Arrow types: what a verdict on an Arrow type reads.
+    Its id, except for extension types, which all share one id: theirs is the extension
+    name and the storage type (a memo keyed on the id alone answered for every extension
+    type what it had found for the first one seen)."""
+    name = extension_name(t)
+    return t.id if name is None else (name, t.storage_type)
+
+
+ARROW_TYPE_ID = arrow_type_key
+"""The key of :func:`memo_by` for Arrow types (:func:`arrow_type_key`): the kind of an Arrow
+type depends on its id alone (not on its unit, time zone or width parameters), and an
+extension type's on its name and storage type."""

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 CALL_OPTIONS = ("device", "copy", "stream")
 """The keyword arguments of ``to_framework`` besides the table options."""
-TABLE_OPTIONS = ("nulls", "fill_value", "columns")
+TABLE_OPTIONS = ("nulls", "fill_value", "columns", "ragged")
 """The options tables and dataframes take (:mod:`interop.tables.columns`)."""
 STRUCTURE_OPTIONS = ("structure",)
 """The option of dicts and other structures: ``structure="tree"`` or ``"table"``

@@ -47,7 +47,7 @@ class Registry:
         """The composite kind that builds values of ``(framework, layout)``."""
         self.within: dict[str, CompositeAdapter] = {}
         """The composite kind of each framework whose values of several buffers share its
-        arrays' type (torch's sparse tensors)."""
+        arrays' type (torch's sparse tensors, pyarrow's chunked list columns)."""
         self.convert = _converter(self)
         """``to_framework`` on this registry."""
 
@@ -63,13 +63,13 @@ class Registry:
                 self._names[n.lower()] = adapter.name
             if isinstance(adapter, ArrayAdapter):
                 self.routes.add(adapter.edges())
-            if isinstance(adapter, CompositeAdapter) and adapter.of:
-                for layout in adapter.layouts:
+            if isinstance(adapter, CompositeAdapter):
+                for layout in adapter.layouts if adapter.of else ():
                     self.builders[(adapter.of, layout)] = adapter
                     for served in adapter.serves:  # (a framework's own kind comes first)
                         self.builders.setdefault((served, layout), adapter)
                 if adapter.within:
-                    self.within[adapter.of] = adapter
+                    self.within[adapter.of or adapter.home] = adapter
             self._changed()
 
     def add_edge(self, edge: Edge) -> None:

@@ -389,8 +389,9 @@ def test_a_list_column_with_nulls_in_a_table_is_named():
     t = pa.table({"tok": pa.array([[1], None], pa.list_(pa.int64()))})
     with pytest.raises(NullsError, match="'tok'"):
         interop.to_framework(t, "torch")
-    with pytest.raises(UnsupportedConversionError, match="fill_null"):
-        interop.to_framework(t, "torch", nulls="mask")
+    values, mask = interop.to_framework(t, "torch", nulls="mask")["tok"]  # issue 46: the
+    assert mask.tolist() == [True, False]  # rows' validity, the values as copy=True reads them
+    assert [r.tolist() for r in values.unbind()] == [[1], []]
 
 
 def test_polars_array_and_list_columns():

@@ -23,13 +23,16 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..errors import InteropError, NullsError, UnsupportedConversionError
+from ..errors import InteropError, MalformedError, NullsError, UnsupportedConversionError
+from ..memo import arrow_type_key, extension_name, memo_by
 from ..view import BufferView
-from .base import CompositeAdapter, Parts, instance_test
+from .base import CompositeAdapter, Parts, assembly, instance_test
 
 RAGGED = (None, "offsets", "list", "pad")
 """The values of ``ragged=``."""
 OPTIONS = ("ragged", "fill_value")
+TENSOR = "arrow.fixed_shape_tensor"
+"""The extension name of Arrow's canonical tensor type."""
 
 
 def _pa() -> Any:
@@ -44,6 +47,18 @@ def _np() -> Any:
 
 def describe_value(x: Any) -> str:
     return f"pyarrow {type(x).__name__}<{x.type}> of length {len(x)}"
+
+
+def _nested_type_of(t: Any) -> bool:
+    types = _pa().types
+    return (types.is_fixed_size_list(t) or types.is_list(t) or types.is_large_list(t)
+            or types.is_list_view(t) or types.is_large_list_view(t)
+            or extension_name(t) == TENSOR)
+
+
+nested_type = memo_by(arrow_type_key, _nested_type_of)
+"""Whether an Arrow type is a list or tensor type (the values of this kind), read from the
+type alone: the one test, for arrays, chunked arrays and table columns."""
 
 
 def numeric_items(t: Any) -> bool:
@@ -142,7 +157,7 @@ def _nulls_why(x: Any) -> str:
 # ---- the kinds ------------------------------------------------------------------------------
 def _fixed(x: Any) -> Parts:
     values, nulls = _dense(x, 0, len(x))
-    return Parts("tensor", (("values", values),), (("type", str(x.type)),),
+    return Parts("tensor", (("values", values),), (("type", str(x.type)), ("levels", True)),
                  nulls=_nulls_why(x) if nulls else "")
 
 
@@ -170,10 +185,26 @@ def _bounds(x: Any) -> tuple[Any, Any, Any]:
     if types.is_list_view(x.type) or types.is_large_list_view(x.type):
         starts = x.offsets.to_numpy()
         lengths = x.sizes.to_numpy()
+        items = len(x.values)
+        bad = valid & ((lengths < 0) | (starts < 0) | (starts + lengths > items))
+        if bad.any():
+            i = int(bad.argmax())
+            raise MalformedError(f"{describe_value(x)}: row {i} starts at {int(starts[i])} "
+                                 f"with size {int(lengths[i])}, outside its {items} items "
+                                 "(pyarrow's validate(full=True) refuses it too)")
     else:
-        offs = x.offsets.to_numpy()
+        offs = _offsets(x)
         starts, lengths = offs[:-1], np.diff(offs)
     return starts, lengths, valid
+
+
+def _offsets(x: Any) -> Any:
+    """The offsets of a list array (a view of Arrow's), checked against its items."""
+    from .ragged import check_offsets
+
+    offs = x.offsets.to_numpy()
+    check_offsets(offs, len(x.values), describe_value(x))
+    return offs
 
 
 def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
@@ -197,17 +228,19 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
             "fixed_size_list or tensor column on the device converts")
     view = types.is_list_view(x.type) or types.is_large_list_view(x.type)
     if x.null_count or view:
-        values, offsets, copied, nulls = _gathered(x, child, view)
-    else:  # offsets rise by Arrow's rule: the rows are one run of the child, read in O(1)
-        offsets = x.offsets.to_numpy()  # Arrow's own offsets, a view
+        values, offsets, copied, rebased, nulls = _gathered(x, child, view)
+    else:  # offsets rise by Arrow's rule (checked): the rows are one run of the child
+        offsets = _offsets(x)  # Arrow's own offsets, a view
         lo, hi = int(offsets[0]), int(offsets[-1])
         values, item_nulls = _dense(child, lo, hi - lo)
         nulls = _nulls_why(x) if item_nulls else ""
-        copied = []
+        copied, rebased = [], []
         if lo:
             offsets = offsets - lo
-            copied.append(f"{describe_value(x)} is a slice: its {n + 1} offsets are rebased "
-                          "to start at 0 (a copy of the offsets; the values are not copied)")
+            rebased.append(f"{describe_value(x)} is a slice: its {n + 1} offsets are rebased "
+                           "to start at 0 (a copy of the offsets; the values are not copied)")
+    if ragged != "list":  # per-row views read the offsets on the host, hand none over
+        copied += rebased
     meta: tuple[tuple[str, Any], ...] = (("type", str(x.type)), ("ragged", ragged),
                                          ("offsets", offsets))
     if ragged == "pad":
@@ -216,42 +249,59 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
                  nulls)
 
 
-def _gathered(x: Any, child: Any, view: bool) -> tuple[Any, Any, list[str], str]:
-    """``(values, offsets, copied, nulls)`` of a list with null rows or a list view: the rows
-    read from their starts and lengths (a null row empty), the values a view where the rows
-    follow one another, else gathered (a copy)."""
+def _gathered(x: Any, child: Any, view: bool) -> tuple[Any, Any, list[str], list[str], str]:
+    """``(values, offsets, copied, rebased, nulls)`` of a list with null rows or a list view:
+    the rows read from their starts and lengths (a null row empty), the values a view where
+    the rows follow one another, else gathered (a copy: ``copied``); the offsets made anew
+    (``rebased``: a copy of the offsets only)."""
     np = _np()
     n = len(x)
     starts, lengths, valid = _bounds(x)
     copied: list[str] = []
+    rebased = [f"{describe_value(x)}: "
+               + ("a list view's offsets and sizes become" if view else "its rows without "
+                  "the null rows' items make") + f" {n + 1} offsets (a copy of the offsets)"]
     nulls = _nulls_why(x) if x.null_count else ""
     lengths = np.where(valid, lengths, 0)  # a null row: an empty row (nulls: copy=True only)
     ends = starts + lengths
     lo = int(starts.min()) if n else 0
     hi = int(ends.max()) if n else 0
-    items, item_nulls = _dense(child, lo, max(hi - lo, 0))
-    if item_nulls:
-        nulls = nulls or _nulls_why(x)
     offsets = np.empty(n + 1, dtype=np.int64 if starts.dtype.itemsize == 8 else np.int32)
     offsets[0] = 0
     np.cumsum(lengths, out=offsets[1:])
+    try:
+        items, item_nulls = _dense(child, lo, max(hi - lo, 0))
+    except NullsError:  # integers, nulls among the items in reach
+        item_nulls = True
+    if item_nulls:  # only the nulls the rows hold count: their items taken one by one
+        index = np.arange(int(offsets[-1])) - np.repeat(offsets[:-1] - starts, lengths)
+        values, held = _dense(child.take(_pa().array(index)), 0, len(index))
+        copied.append(f"{describe_value(x)}: null items lie among its rows' items; the "
+                      "rows' own items are taken one by one (a copy of the values)")
+        return values, offsets, copied, rebased, nulls or (_nulls_why(x) if held else "")
     if n == 0 or bool((starts[1:] == ends[:-1]).all()):
         values = items[int(starts[0]) - lo:int(starts[0]) - lo + int(offsets[-1])] if n \
             else items
-        if view:
-            copied.append(f"{describe_value(x)}: a list view's offsets and sizes become "
-                          f"{n + 1} offsets (a copy of the offsets; the values are not copied)")
     else:
         index = np.arange(int(offsets[-1])) - np.repeat(offsets[:-1] - (starts - lo), lengths)
         values = items[index]
         copied.append(f"{describe_value(x)}: its rows are not stored one after another (or "
                       "null rows hold items); gathering them copies the values")
-    return values, offsets, copied, nulls
+    return values, offsets, copied, rebased, nulls
 
 
 def _padded(x: Any, values: Any, offsets: Any, fill: Any,
             meta: tuple[tuple[str, Any], ...], copied: list[str], nulls: str) -> Parts:
     np = _np()
+    try:
+        fits = np.can_cast(np.min_scalar_type(fill), values.dtype)
+    except (TypeError, ValueError):  # not a number
+        fits = False
+    if not fits:
+        raise UnsupportedConversionError(
+            f"{describe_value(x)}: ragged='pad' with fill_value={fill!r}, which its items' "
+            f"dtype {values.dtype} cannot hold as it is (it would overflow or be truncated); "
+            f"pass a fill_value that {values.dtype} holds, or cast the column first")
     lengths = np.diff(offsets)
     n = len(lengths)
     width = int(lengths.max()) if n else 0
@@ -270,15 +320,37 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
         raise InteropError(f"fill_value={fill_value!r} is used only with ragged='pad'")
     if types.is_fixed_size_list(x.type):
         return _fixed(x)
-    if isinstance(x, _pa().FixedShapeTensorArray):
+    if extension_name(x.type) == TENSOR:
         return _tensor(x)
     return _ragged(x, ragged, fill_value)
+
+
+def chunked_parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
+    """A ``ChunkedArray`` of a list or tensor type taken apart: its one chunk's parts (no
+    copy), or, of several chunks (or none), the parts of the chunks joined (a copy: said)."""
+    if x.num_chunks == 1:
+        return parts(x.chunk(0), ragged, fill_value)
+    whole = x.combine_chunks() if x.num_chunks else _empty(x.type)
+    p = parts(whole, ragged, fill_value)
+    if x.num_chunks < 2:
+        return p
+    why = f"{describe_value(x)} is split into {x.num_chunks} chunks; joining them copies"
+    return Parts(p.layout, p.arrays, p.meta, (why, *p.copied), p.nulls)
+
+
+def _empty(t: Any) -> Any:
+    pa = _pa()
+    if extension_name(t) is not None:
+        return pa.ExtensionArray.from_storage(t, pa.array([], type=t.storage_type))
+    return pa.array([], type=t)
 
 
 def buffers(x: Any) -> list[BufferView]:
     """Every buffer of ``x``'s tree (validity, offsets, sizes, the leaf values), whole, as byte
     views: what :func:`interop.shares_memory` reads (a slice shares its parent's buffers; an
-    empty array holds none of their bytes)."""
+    empty array holds none of their bytes); of a ``ChunkedArray``, every chunk's."""
+    if type(x).__name__ == "ChunkedArray":
+        return [v for c in x.chunks for v in buffers(c)]
     return [BufferView(b.address, (b.size,), (1,), 1, "|u1",
                        ("cpu", 0) if b.is_cpu else ("cuda", 0), True, x)
             for b in x.buffers() if b is not None and b.size] if len(x) else []
@@ -290,7 +362,8 @@ def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
 
     arrays, meta = dict(p.arrays), dict(p.meta)
     if p.layout == "tensor":
-        return arrays["values"]
+        made = assembly(reg, tgt, "tensor")  # a framework with a tensor type keeps its kind
+        return made[1](p) if made is not None else arrays["values"]
     mode = meta["ragged"]
     if mode is None:
         return rebuild_jagged(reg, p, tgt)
@@ -324,6 +397,7 @@ def describe(reg: Any, p: Parts, tgt: str) -> str:
 ARROW_NESTED = CompositeAdapter(
     name="arrow-nested",
     modules=("pyarrow",),
+    subclassed=True,
     package="pyarrow",
     is_value=instance_test("pyarrow", "FixedSizeListArray", "ListArray", "LargeListArray",
                            "ListViewArray", "LargeListViewArray", "FixedShapeTensorArray"),
@@ -336,3 +410,29 @@ ARROW_NESTED = CompositeAdapter(
 )
 """Arrow's ``fixed_size_list``, ``fixed_shape_tensor``, ``list``, ``large_list`` and
 ``list_view`` arrays (detected before the pyarrow arrays of one buffer)."""
+
+
+_chunked = instance_test("pyarrow", "ChunkedArray")
+
+
+def _is_chunked_nested(x: Any) -> bool:
+    return _chunked(x) and nested_type(x.type)
+
+
+ARROW_NESTED_CHUNKS = CompositeAdapter(
+    name="arrow-nested-chunks",
+    modules=("pyarrow",),
+    package="pyarrow",
+    is_value=_is_chunked_nested,
+    parts=chunked_parts,
+    buffers=buffers,
+    rebuild=rebuild,
+    describe=describe,
+    options=OPTIONS,
+    home="pyarrow",
+    within=True,
+    per_value_owner=True,  # the plans kept for ChunkedArray are those of its numbers
+)
+"""A ``ChunkedArray`` of a list or tensor type (what ``table.column(name)`` and
+``table["emb"]`` return): a value of pyarrow's own ``ChunkedArray`` type, which pyarrow's
+adapter owns, told apart by its type (:attr:`~interop.adapters.base.CompositeAdapter.within`)."""

@@ -115,6 +115,10 @@ class ArrayAdapter:
     """Paths through this framework win ties (NumPy on the host, CuPy on a GPU)."""
     per_value_owner: bool = False
     """Values of one type may belong to this adapter or not (raw capsules): no type cache."""
+    subclassed: bool = False
+    """Subclasses of its classes defined in other modules are its values too (pyarrow's
+    ``ExtensionArray``, subclassed by Ray and HF ``datasets``): their module is not one of
+    :attr:`modules`, so the type test reads the classes' bases."""
     consumable: bool = False
     """Converting a value uses it up (a capsule); ``preview`` gives a NumPy view to inspect."""
     refuse: Callable[[Any], str | None] | None = None
@@ -157,7 +161,7 @@ class ArrayAdapter:
         return missing(self.name, self.package, self.install)
 
     def owns(self, x: Any) -> bool:
-        return owns(self.modules, self.is_value, x)
+        return owns(self.modules, self.is_value, x, self.subclassed)
 
 
 Adapter = ArrayAdapter
@@ -250,6 +254,9 @@ class CompositeAdapter:
     """Composites are sources; their targets are the array frameworks (and table
     frameworks)."""
     per_value_owner: bool = False
+    subclassed: bool = False
+    """As :attr:`ArrayAdapter.subclassed`: values of its classes subclassed elsewhere are
+    its values."""
     options: tuple[str, ...] | None = None
     """The options ``convert`` (or ``parts``) takes (``None``: the table options,
     :data:`interop.names.TABLE_OPTIONS`); a structure hands each leaf those it takes."""
@@ -290,15 +297,15 @@ class CompositeAdapter:
     """``(value, layout)`` -> the value in another layout by its framework's own call (the
     ``format=`` option; ``"dense"``: a dense array); ``None``: it has one layout."""
     within: bool = False
-    """Its values are values of :attr:`of`'s own type (a torch sparse tensor is a
-    ``torch.Tensor``): that framework's adapter owns the type, and :attr:`is_value` tells
-    each value apart."""
+    """Its values are values of :attr:`of`'s (else :attr:`home`'s) own type (a torch sparse
+    tensor is a ``torch.Tensor``, a chunked list column a pyarrow ``ChunkedArray``): that
+    framework's adapter owns the type, and :attr:`is_value` tells each value apart."""
 
     def missing(self) -> str | None:
         return missing(self.name, self.package, self.install)
 
     def owns(self, x: Any) -> bool:
-        return not self.within and owns(self.modules, self.is_value, x)
+        return not self.within and owns(self.modules, self.is_value, x, self.subclassed)
 
 
 @record
@@ -365,12 +372,19 @@ def instance_test(module: str, *names: str) -> Callable[[Any], bool]:
     return is_value
 
 
-def owns(modules: tuple[str, ...], is_value: Callable[[Any], bool], x: Any) -> bool:
+def owns(modules: tuple[str, ...], is_value: Callable[[Any], bool], x: Any,
+         subclassed: bool = False) -> bool:
     """Whether ``x`` is a value of the framework of ``modules`` (no modules: any value
-    ``is_value`` takes), importing nothing."""
+    ``is_value`` takes), importing nothing; ``subclassed``: a type defined elsewhere is
+    the framework's when a base class of it is (read once per type: the registry keeps each
+    type's owner)."""
     if not modules:
         return is_value(x)
-    return type(x).__module__.partition(".")[0] in modules and is_value(x)
+    tp = type(x)
+    if tp.__module__.partition(".")[0] in modules:
+        return is_value(x)
+    return subclassed and any(getattr(c, "__module__", "").partition(".")[0] in modules
+                              for c in tp.__mro__[1:]) and is_value(x)
 
 
 def missing(name: str, package: str, install: str) -> str | None:

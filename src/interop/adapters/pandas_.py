@@ -72,6 +72,8 @@ def _to_numpy_converter() -> Any:
     plain, ndarray = frozenset(np.dtype(c) for c in _NUMERIC), np.ndarray
 
     def convert(s: Any) -> Any:
+        if not _plain(s.dtype):  # an extension dtype's to_numpy may raise its own errors
+            return _values(s)
         a = s.to_numpy()
         if not a.flags.writeable and a.dtype in plain:
             base = a.base  # NumPy-backed: a read-only view of pandas' own writable array

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import NullsError, UnsupportedConversionError
 from ..view import BufferView
 from . import sparse_parts as sparse
-from .arrow_nested import ARROW_NESTED
+from .arrow_nested import ARROW_NESTED, ARROW_NESTED_CHUNKS
 from .base import (
     ALIGNED,
     ARROW_TYPE_ID,
@@ -87,14 +87,17 @@ def _to_numpy_converter() -> Any:
     def convert(x: Any) -> Any:
         if type(x) is chunked and x.num_chunks == 1:
             x = x.chunk(0)
-        try:
-            return x.to_numpy(zero_copy_only=True)
-        except (ValueError, TypeError, NotImplementedError) as e:  # Arrow would copy
-            verdict = check(x)
-            if verdict is not None and verdict[0] == STEP_COPIES:
-                return x.to_numpy(zero_copy_only=False)
-            raise NeedsCopy(*(verdict or (NEEDS_COPY, f"{describe(x)}: Arrow cannot give a "
-                                          f"NumPy view without copying ({e})"))) from None
+        e: Exception | None = None
+        if _kind(x.type) == "n":  # any other type goes to the check, never to its to_numpy
+            try:                  # (an extension array's own may read it another way)
+                return x.to_numpy(zero_copy_only=True)
+            except (ValueError, TypeError, NotImplementedError) as err:  # Arrow would copy
+                e = err
+        verdict = check(x)
+        if verdict is not None and verdict[0] == STEP_COPIES:
+            return x.to_numpy(zero_copy_only=False)
+        raise NeedsCopy(*(verdict or (NEEDS_COPY, f"{describe(x)}: Arrow cannot give a "
+                                      f"NumPy view without copying ({e})")))
 
     return convert
 
@@ -219,13 +222,28 @@ def _np_check_any(a: Any) -> tuple[str, str] | None:
     if 0 in a.shape[1:]:
         return UNSUPPORTED, (f"an array of shape {a.shape} has rows of no elements, which an "
                              "Arrow fixed_shape_tensor cannot hold")
-    if not a.flags.c_contiguous:
-        return STEP_COPIES, (f"strides {a.strides} are not C-contiguous: "
-                             "FixedShapeTensorArray.from_numpy_ndarray takes a C-contiguous "
-                             "copy")
+    if not a.flags.c_contiguous and not _permuted(a):
+        return STEP_COPIES, (f"strides {a.strides} are neither C-contiguous nor a permutation "
+                             "of C-contiguous rows (Arrow's fixed_shape_tensor permutation): "
+                             "the rows are copied into C order")
     if not a.flags.aligned:
         return NEEDS_COPY, "the array is not aligned to its itemsize, and Arrow buffers are"
     return None
+
+
+def _permuted(a: Any) -> bool:
+    """Whether N-D ``a`` is C-contiguous rows (axis 0 outermost) whose other dimensions are
+    a permutation of a C-contiguous layout that is its own inverse (two dimensions swapped,
+    ``[0, 2, 1]``): an ``arrow.fixed_shape_tensor`` with that ``permutation`` holds the
+    buffer as it is (``from_numpy_ndarray``). Other permutations are copied into C order:
+    pyarrow's ``from_numpy_ndarray`` writes them inverted from how its
+    ``to_numpy_ndarray`` (and interop) read them, so their meaning is not agreed."""
+    if a.ndim < 3 or min(a.shape) == 0:
+        return False
+    order = sorted(range(1, a.ndim), key=lambda d: -a.strides[d])
+    perm = [d - 1 for d in order]
+    return (all(perm[p] == i for i, p in enumerate(perm))
+            and bool(a.transpose(0, *order).flags.c_contiguous))
 
 
 def _from_numpy() -> Any:
@@ -237,7 +255,10 @@ def _from_numpy() -> Any:
     def convert(a: Any) -> Any:
         if a.ndim < 2:
             return array(a)
-        a = a if a.flags.c_contiguous else np.ascontiguousarray(a)
+        if not a.flags.c_contiguous:
+            if _permuted(a):  # the same buffer, the order of its dimensions as permutation
+                return pa.FixedShapeTensorArray.from_numpy_ndarray(a)
+            a = np.ascontiguousarray(a)
         flat = array(a.reshape(-1))
         rows = pa.FixedSizeListArray.from_arrays(flat, a[0].size if len(a) else
                                                  int(np.prod(a.shape[1:])))
@@ -249,15 +270,41 @@ def _from_numpy() -> Any:
 
 def _jagged(parts: Any) -> Any:
     """An Arrow list array over converted ``values`` and ``offsets`` (int64 offsets: a
-    ``large_list``); values of a fixed_shape_tensor type keep their storage (a
-    ``fixed_size_list``)."""
+    ``large_list``); values of a fixed_shape_tensor type (items of 1+ dimensions, C order)
+    become ``fixed_size_list`` levels, one per dimension, over the same buffer."""
     pa = module("pyarrow")
     arrays = dict(parts.arrays)
     values, offsets = arrays["values"], arrays["offsets"]
-    if isinstance(values, pa.FixedShapeTensorArray):
-        values = values.storage
+    if isinstance(values, pa.FixedShapeTensorArray):  # items of 2+ dimensions: one
+        shape = values.type.shape                     # fixed_size_list level per dimension
+        values = values.storage.flatten()
+        for d in reversed(shape):
+            values = pa.FixedSizeListArray.from_arrays(values, d)
     kind = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
     return kind.from_arrays(offsets, values)
+
+
+def _tensor(parts: Any) -> Any:
+    """An Arrow list or tensor value rebuilt as its kind from its converted ``values``: a
+    ``fixed_size_list`` source its levels again (``levels``), a tensor its ``dim_names``
+    (named by the physical dimensions, C order here: the logical ones, permuted)."""
+    pa = module("pyarrow")
+    values = parts.array("values")
+    if not isinstance(values, pa.FixedShapeTensorArray):
+        return values
+    t = values.type
+    if parts.get("levels") and not t.permutation:
+        flat = values.storage.flatten()
+        for d in reversed(t.shape):
+            flat = pa.FixedSizeListArray.from_arrays(flat, d)
+        return flat
+    names = parts.get("dim_names")
+    if not names:
+        return values
+    logical = [names[p] for p in (parts.get("permutation") or range(len(names)))]
+    physical = [logical[q] for q in (t.permutation or range(len(names)))]
+    return pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(
+        t.value_type, t.shape, dim_names=physical, permutation=t.permutation), values.storage)
 
 
 def _arrow_dtypes() -> frozenset[Any]:
@@ -279,6 +326,7 @@ ADAPTER = ArrayAdapter(
     name="pyarrow",
     aliases=("arrow", "pa"),
     modules=("pyarrow",),
+    subclassed=True,
     package="pyarrow",
     chunks=lambda x: x.chunks if type(x).__name__ == "ChunkedArray" and x.num_chunks > 1 else None,
     install='pip install "interop-mempool[arrow]"',
@@ -287,7 +335,9 @@ ADAPTER = ArrayAdapter(
     buffers=buffers,
     to_numpy=to_numpy,
     edges=_edges,
-    assemble=(("jagged", "pyarrow.ListArray.from_arrays(offsets, values)", _jagged),),
+    assemble=(("jagged", "pyarrow.ListArray.from_arrays(offsets, values)", _jagged),
+              ("tensor", "its fixed_size_list levels or tensor type (dim_names kept)",
+               _tensor)),
 )
 
 
@@ -367,6 +417,6 @@ SPARSE = sparse.kind(
     reformat=_sparse_reformat,
 )
 
-ADAPTERS = (ARROW_NESTED, ADAPTER, SPARSE)
+ADAPTERS = (ARROW_NESTED, ADAPTER, SPARSE, ARROW_NESTED_CHUNKS)
 """Arrow's list and tensor arrays (:mod:`interop.adapters.arrow_nested`), then its arrays of one
 buffer, then its sparse tensors."""

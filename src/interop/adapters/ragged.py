@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import MalformedError
 from .base import Parts, assembly
 
 
@@ -31,8 +32,34 @@ class Jagged:
         return f"Jagged(values={self.values!r}, offsets={self.offsets!r})"
 
 
+def check_offsets(offsets: Any, items: int, what: str) -> None:
+    """Raise :class:`MalformedError` unless ``offsets`` (an array of any framework) are the
+    offsets of rows over ``items`` values: one dimension of integers, at least one, none
+    below 0 or past ``items``, never decreasing. Checked, never trusted (as sparse index
+    pointers are): a framework handed bad offsets reads past its values, or builds a value
+    that fails later."""
+    shape = tuple(getattr(offsets, "shape", ()))
+    kind = str(getattr(offsets, "dtype", ""))
+    if len(shape) != 1 or not shape[0] or "int" not in kind:
+        raise MalformedError(f"{what}: offsets of shape {shape} and dtype {kind or '?'}; they "
+                             "are one dimension of integers, rows + 1 of them")
+    first, last = int(offsets[0]), int(offsets[-1])
+    if first < 0 or last > items:
+        raise MalformedError(f"{what}: offsets run from {first} to {last}, outside the {items}"
+                             f" values (0 to {items}); fix the offsets or pass all the values")
+    if shape[0] > 1:
+        down = (offsets[1:] < offsets[:-1]).nonzero()
+        down = down[0] if isinstance(down, tuple) else down  # NumPy and JAX give a tuple
+        if len(down):
+            i = int(down[0])
+            raise MalformedError(f"{what}: offsets decrease at row {i + 1} ({int(offsets[i])} "
+                                 f"then {int(offsets[i + 1])}): row {i + 1} would have a "
+                                 "negative length; offsets never decrease")
+
+
 def jagged_parts(j: Any) -> Parts:
-    """A :class:`Jagged` taken apart."""
+    """A :class:`Jagged` taken apart, its offsets checked (:func:`check_offsets`)."""
+    check_offsets(j.offsets, len(j.values), f"interop.Jagged of {len(j.offsets) - 1} rows")
     return Parts("jagged", (("values", j.values), ("offsets", j.offsets)))
 
 

@@ -8,7 +8,7 @@ import threading
 from functools import cache
 from typing import Any
 
-from ..errors import UnsupportedConversionError
+from ..errors import MalformedError, UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView
 from . import sparse_parts as sparse
@@ -77,7 +77,12 @@ def _export(t: Any) -> Any:
 
 def _layout_obstacle(t: Any) -> str | None:
     """Why ``t`` has no single strided buffer (sparse, MKL-DNN, nested), or ``None``."""
-    if t.layout != module("torch").strided or t.is_nested:
+    if t.is_nested:  # strided layout (a jagged one is a composite of its own)
+        return ("a torch nested tensor of the strided layout has no single dense buffer to "
+                "hand over (and .to_dense() does not make one): rebuild it in the jagged "
+                "layout, torch.nested.nested_tensor(list(t.unbind()), layout=torch.jagged) "
+                "(a copy), which converts as values and offsets, or convert t.unbind()'s rows")
+    if t.layout != module("torch").strided:
         return (f"a torch tensor with layout {t.layout} has no single dense buffer to hand "
                 "over: call .to_dense() first")
     return None
@@ -580,8 +585,40 @@ SPARSE = sparse.kind(
 
 
 def _jagged_parts(t: Any) -> Parts:
-    """A jagged nested tensor taken apart: its ``values`` and ``offsets`` (no copy)."""
-    return Parts("jagged", (("values", t.values()), ("offsets", t.offsets())))
+    """A jagged nested tensor taken apart: its ``values`` and ``offsets`` (no copy), checked;
+    one with holes (``lengths``: built with ``lengths=`` or by ``torch.nested.narrow``) has
+    its rows gathered into one run (a copy). Its ragged dimension must be the first of each
+    component (``_ragged_idx`` 1): the rows of values and offsets run along it."""
+    from .ragged import check_offsets
+
+    what = f"a torch jagged nested tensor of {t.size(0)} rows"
+    ragged = getattr(t, "_ragged_idx", 1)
+    if ragged != 1:
+        raise UnsupportedConversionError(
+            f"{what} is ragged in dimension {ragged}, not 1: values and offsets (an Arrow "
+            "list, interop.Jagged) hold rows ragged in their first dimension; move it there "
+            f"first (t.transpose(1, {ragged}), then .contiguous() if you need the values "
+            "compact) or unbind() the rows")
+    values, offsets, lengths = t.values(), t.offsets(), t.lengths()
+    if lengths is None:
+        check_offsets(offsets, values.shape[0], what)
+        return Parts("jagged", (("values", values), ("offsets", offsets)))
+    import torch
+
+    starts = offsets[:-1]
+    if lengths.shape != starts.shape or bool((lengths < 0).any()) or (
+            len(starts) and (bool((starts < 0).any())
+                             or bool((starts + lengths > values.shape[0]).any()))):
+        raise MalformedError(f"{what}: its starts {starts.tolist()} and lengths "
+                             f"{lengths.tolist()} lie outside its {values.shape[0]} values")
+    dense = torch.zeros(len(lengths) + 1, dtype=offsets.dtype, device=offsets.device)
+    torch.cumsum(lengths, 0, out=dense[1:])
+    index = torch.arange(int(dense[-1]), device=offsets.device) - torch.repeat_interleave(
+        dense[:-1] - starts, lengths)
+    return Parts("jagged", (("values", values[index]), ("offsets", dense)),
+                 copied=(f"{what} has holes (lengths {lengths.tolist()[:8]}"
+                         f"{'...' if len(lengths) > 8 else ''}): its rows are gathered into "
+                         "one run of values (a copy of the values and offsets)",))
 
 
 def _jagged_describe(reg: Any, p: Parts, tgt: str) -> str:

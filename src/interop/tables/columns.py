@@ -83,6 +83,8 @@ class Prepared:
     copied: bool = False  # a copy happened before the registry (fill, join, mask)
     error: tuple[str, str] | None = None  # ("unsupported" | "nulls" | "zero-copy", reason)
     mask_step: Step | None = None
+    nested: bool = False  # a list or tensor column: the call's ragged= goes with it
+    copy: bool | None = None  # True: the column converts under copy=True (nulls='mask')
 
 
 # ---- type tests ---------------------------------------------------------------------------
@@ -253,23 +255,34 @@ def _prepare_arrow(name: Any, col: Any, nulls: str, fill_value: Any, copy: bool 
 
 def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: bool,
                     prep: Prepared) -> Prepared:
-    """A list or tensor column: its one chunk (several: joined, a copy), handed to the
-    registry as a composite; nulls are refused (``nulls='mask'`` and ``'fill'`` take
-    columns of numbers)."""
+    """A list or tensor column: the column itself (one chunk or several) handed to the
+    registry as a composite, which reads its nulls and chunks as it reads a column alone
+    (:mod:`interop.adapters.arrow_nested`: nulls refused unless ``copy=True``, several chunks
+    joined by one copy). ``nulls='mask'`` adds the rows' validity as the mask, the values
+    read as ``copy=True`` reads them; ``nulls='fill'`` takes columns of numbers."""
     from ..adapters.arrow_nested import numeric_items
 
     if not numeric_items(col.type):
         return _unsupported(name, col.type)
-    if col.null_count:
-        if nulls == "raise":
-            prep.error = ("nulls", f"column {name!r} ({col.type}) holds {col.null_count} "
-                          "nulls")
-        else:
-            prep.error = ("unsupported", f"column {name!r} ({col.type}) holds "
-                          f"{col.null_count} nulls, and nulls={nulls!r} takes columns of "
-                          "numbers; fill them first (pyarrow.compute.fill_null)")
+    prep.value, prep.nested = col, True
+    if not col.null_count or nulls == "raise":
         return prep
-    prep.value = _one_chunk(name, col, copy, dry, prep)
+    if nulls == "fill":
+        prep.error = ("unsupported", f"column {name!r} ({col.type}) holds {col.null_count} "
+                      "null rows, and nulls='fill' fills columns of numbers; pass copy=True "
+                      "(a null row of a list becomes empty, a null fixed-size row NaN) or "
+                      "nulls='mask' (the same, with the rows' validity as the mask)")
+        return prep
+    if copy is False:
+        prep.error = ("zero-copy", f"column {name!r}: {col.null_count} null rows; "
+                      "nulls='mask' reads its values as copy=True does (a copy)")
+        return prep
+    prep.copy = prep.copied = True
+    prep.mask = None if dry else col.is_valid().to_numpy(zero_copy_only=False)
+    prep.mask_step = Step("pyarrow", "numpy", "row validity unpacked to bool", copies=True)
+    prep.reasons.append(f"column {name!r}: {col.null_count} null rows; the values are read "
+                        "as copy=True reads them (a null row of a list empty, a null "
+                        "fixed-size row NaN), the mask is the rows' validity (a copy)")
     return prep
 
 
@@ -359,23 +372,38 @@ def _prepare_polars(name: Any, s: Any, nulls: str, fill_value: Any, copy: bool |
 
 # ---- the table --------------------------------------------------------------------------------
 def _options(options: dict[str, Any]) -> tuple[str, Any, Any]:
+    """``(nulls, fill_value, columns)`` of a table call (``ragged=`` is read per list column
+    by :func:`ragged_options`)."""
     nulls = options.pop("nulls", "raise")
     fill_value = options.pop("fill_value", None)
     columns = options.pop("columns", None)
+    ragged = options.pop("ragged", None)
     if options:
         first = sorted(options)[0]
         raise InteropError(f"unknown table option {first!r}"
                            f"{did_you_mean(first, CALL_OPTIONS + TABLE_OPTIONS)}; tables take "
-                           "nulls=, fill_value= and columns= (and device=, copy=)")
+                           "nulls=, fill_value=, columns= and ragged= (and device=, copy=)")
     if nulls not in NULLS_MODES:
         raise InteropError(f"nulls must be one of {NULLS_MODES}, got {nulls!r}")
     if nulls == "fill" and fill_value is None:
         raise InteropError("nulls='fill' needs a fill_value (e.g. fill_value=0)")
-    if fill_value is not None and nulls != "fill":
-        raise InteropError(f"fill_value={fill_value!r} is used only with nulls='fill'")
+    if fill_value is not None and nulls != "fill" and ragged != "pad":
+        raise InteropError(f"fill_value={fill_value!r} is used only with nulls='fill' (or "
+                           "ragged='pad')")
     if isinstance(columns, str):
         columns = [columns]
     return nulls, fill_value, columns
+
+
+def ragged_options(options: dict[str, Any]) -> dict[str, Any]:
+    """What a table call hands each list column (:mod:`interop.adapters.arrow_nested`):
+    ``ragged=``, and with ``ragged='pad'`` the ``fill_value`` padding (as for one column)."""
+    ragged = options.get("ragged")
+    if ragged is None:
+        return {}
+    pad = options.get("fill_value")
+    return {"ragged": ragged, **({"fill_value": pad} if ragged == "pad" and pad is not None
+                                 and options.get("nulls") != "fill" else {})}
 
 
 def select(named: list[tuple[Any, Any]], columns: Iterable[Any] | None) -> list[tuple[Any, Any]]:
@@ -446,7 +474,8 @@ def convert(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
     for n, p in preps.items():
         try:
             with narrowing.gather() as got:
-                values = reg.convert(p.value, target, copy=copy, device=device)
+                values = reg.convert(p.value, target, copy=p.copy or copy, device=device,
+                                     **(ragged_options(options) if p.nested else {}))
         except InteropError as e:
             raise type(e)(f"{source}, column {n!r}: {e}") from e
         narrowed += [f"column {n!r}: {why}" for why in got]
@@ -501,7 +530,8 @@ def explain(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
     error_kind = None
     for n, c in named:
         p = prepare(n, c, nulls=nulls, fill_value=fill_value, copy=copy, dry=True)
-        plans[n] = cp = column_plan(reg, source, n, p, target, copy)
+        plans[n] = cp = column_plan(reg, source, n, p, target, copy,
+                                    ragged_options(options) if p.nested else {})
         if not cp.supported:
             errors.append(cp.reasons[0] if cp.reasons else f"column {n!r}")
             error_kind = error_kind or cp.error
@@ -516,12 +546,12 @@ def explain(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
 
 
 def column_plan(reg: Any, source: str, name: Any, p: Prepared, target: str,
-                copy: bool | None) -> Plan:
+                copy: bool | None, options: dict[str, Any] | None = None) -> Plan:
     if p.error is not None:
         kind, reason = p.error
         return Plan(source, target, tuple(p.steps), False, (reason,), supported=False,
                     error=kind)
-    inner = reg.explain(p.value, target, None, copy)
+    inner = reg.explain(p.value, target, None, p.copy or copy, options or None)
     steps = (*p.steps, *inner.steps) + ((p.mask_step,) if p.mask_step else ())
     zero_copy = inner.zero_copy and not p.copied and p.mask is None and p.mask_step is None
     return Plan(inner.source, target, steps, zero_copy, (*p.reasons, *inner.reasons),
