@@ -80,15 +80,28 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
             and not opts):
         return _itself
 
+    builders: dict[str, CompositeAdapter] = {}  # per layout: what the decision read
+    leaves: dict[tuple[Any, type, str], Convert] = {}  # per role and array type: its kept plan
+
+    def leaf(role: Any, a: Any, dense: str) -> Any:
+        fn = leaves.get((role, type(a), dense))
+        if fn is None:
+            fn = reg.leaf_plan(a, dense, device, copy, stream)
+            leaves[(role, type(a), dense)] = fn
+        return fn(a)
+
     def by_parts(x: Any) -> Any:
         parts = _checked(reg, adapter, take(adapter, x, opts, reg))
         if fmt is not None and fmt != parts.layout:
             again = _reformat(reg, adapter, x, parts, fmt, copy)
             return reg.convert(again, tgt, copy=copy, device=device, stream=stream)
-        why = blocked(adapter, parts, copy)
-        if why is not None:
-            raise (NullsError if parts.nulls and copy is not True else ZeroCopyError)(why)
-        builder = _builder(reg, adapter, parts, tgt)
+        if parts.nulls or parts.copied:
+            why = blocked(adapter, parts, copy)
+            if why is not None:
+                raise (NullsError if parts.nulls and copy is not True else ZeroCopyError)(why)
+        builder = builders.get(parts.layout)
+        if builder is None:
+            builder = builders[parts.layout] = _builder(reg, adapter, parts, tgt)
         parts, fixes = _prepared(reg, adapter, parts, builder)
         if fixes and copy is False:
             raise ZeroCopyError(f"{adapter.name} -> {tgt}: copy=False, but "
@@ -97,8 +110,7 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
             parts = f.apply(parts)
         dense = builder.dense or builder.of or tgt
         return builder.rebuild(reg, parts.with_arrays(tuple(  # type: ignore[misc]
-            (role, reg.convert(a, dense, copy=copy, device=device, stream=stream))
-            for role, a in parts.arrays)), tgt)
+            (role, leaf(role, a, dense)) for role, a in parts.arrays)), tgt)
 
     return by_parts
 

@@ -172,7 +172,11 @@ class Registry:
             if route.kind == STRUCTURE:
                 fn = route.adapter.plan(self, x, target, tgt, device, copy, stream, options)
             elif route.kind == COMPOSITE:
-                fn = composite.plan(self, route.adapter, tgt, device, copy, stream, options)
+                fn = self.composite_plan(route.adapter, tgt, device, copy, stream, options)
+                if kept is False and route.adapter.within and stream is None and not options \
+                        and getattr(self.adapters[route.source], "refuse", None) is None:
+                    fn = self._within_entry(route.adapter, fn, x, target, device, copy)
+                    self.cache.keep(type(x), target, tgt, device, copy, fn)
             else:
                 tp = type(x)
 
@@ -183,6 +187,35 @@ class Registry:
             if kept:
                 self.cache.keep(type(x), target, tgt, device, copy, fn)
             return fn
+
+    def composite_plan(self, adapter: CompositeAdapter, tgt: str, device: Any,
+                       copy: bool | None, stream: Any, options: dict[str, Any] | None) -> Convert:
+        """The plan of ``adapter``'s values to ``tgt`` (:func:`interop.composite.plan`); kept
+        per kind (and ``device``, ``copy``) for a kind :attr:`within` a framework's array type,
+        whose plans are not kept per type (that type's other values take other plans)."""
+        if not adapter.within or stream is not None or options:
+            return composite.plan(self, adapter, tgt, device, copy, stream, options)
+        key = (adapter.name, tgt, device, copy)
+        fn = self.cache.composites.get(key)
+        if fn is None:
+            fn = composite.plan(self, adapter, tgt, device, copy, None, None)
+            self.cache.composites[key] = fn
+        return fn
+
+    def _within_entry(self, inner: CompositeAdapter, fn: Convert, x: Any, target: str,
+                      device: Any, copy: bool | None) -> Convert:
+        """What is kept for ``type(x)`` when its first value was of the kind ``inner`` within
+        its framework: ``fn`` for the values ``inner`` tells apart, a planned call for the
+        others (whose own plan, once made, replaces this one and diverts the kind's values
+        back to ``fn``: :func:`_splitting`)."""
+        several = inner.is_value
+
+        def entry(v: Any) -> Any:
+            if several(v):
+                return fn(v)
+            return self.plan_for(v, target, device, copy, None)(v)
+
+        return entry
 
     def leaf_plan(self, x: Any, target: str, device: Any, copy: bool | None,
                   stream: Any, options: dict[str, Any] | None = None) -> Convert:
@@ -229,7 +262,7 @@ def _splitting(reg: Registry) -> Callable[[Any, bool | None], Split | None]:
         target, device = route.target, route.device
 
         def divert(x: Any) -> Any:
-            return reg.plan_for(x, target, device, copy, None)(x)
+            return reg.composite_plan(inner, target, device, copy, None, None)(x)
 
         return inner.is_value, divert
 

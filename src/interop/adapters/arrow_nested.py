@@ -27,6 +27,7 @@ from ..errors import InteropError, MalformedError, NullsError, UnsupportedConver
 from ..memo import arrow_type_key, extension_name, memo_by
 from ..view import BufferView
 from .base import CompositeAdapter, Parts, assembly, instance_test
+from .ragged import Jagged, check_offsets, describe_jagged, rebuild_jagged
 
 RAGGED = (None, "offsets", "list", "pad")
 """The values of ``ragged=``."""
@@ -40,6 +41,10 @@ def _pa() -> Any:
 
 
 def _np() -> Any:
+    return sys.modules.get("numpy") or _import_numpy()
+
+
+def _import_numpy() -> Any:
     import numpy as np
 
     return np
@@ -73,6 +78,18 @@ def numeric_items(t: Any) -> bool:
 
 
 # ---- the dense part: fixed_size_list levels over a leaf buffer --------------------------
+def _leaf_dtype_of(t: Any) -> Any:
+    types = _pa().types
+    if not (types.is_integer(t) or types.is_floating(t)):
+        return None
+    return _np().dtype(t.to_pandas_dtype())
+
+
+_leaf_dtype = memo_by(arrow_type_key, _leaf_dtype_of)
+"""The NumPy dtype of an Arrow leaf type of fixed-width numbers (``None``: another type),
+read once per kind of type (hashing an Arrow type itself costs microseconds)."""
+
+
 def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
     """Rows ``[lo, lo + count)`` of ``arr`` (a fixed-width array or ``fixed_size_list``
     levels over one) as one N-D NumPy array ``(count, d1, ...)``: a read-only view of the
@@ -82,18 +99,19 @@ def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
     dims: list[int] = []
     levels: list[tuple[Any, int, int]] = []
     cur, start, n = arr, lo, count
-    while types.is_fixed_size_list(cur.type):
-        d = cur.type.list_size
+    t = cur.type
+    while types.is_fixed_size_list(t):
+        d = t.list_size
         levels.append((cur, start, n))
         dims.append(d)
         start, n = (cur.offset + start) * d, n * d
         cur = cur.values
-    t = cur.type
-    if not (types.is_integer(t) or types.is_floating(t)):
+        t = cur.type
+    dtype = _leaf_dtype(t)
+    if dtype is None:
         raise UnsupportedConversionError(
             f"{describe_value(arr)}: its items are {t}, not fixed-width numbers; cast them "
             "first (pyarrow.compute.cast) or leave the column out (columns=)")
-    dtype = np.dtype(t.to_pandas_dtype())
     levels.append((cur, start, n))
     buf = cur.buffers()[1]
     if buf is not None and not buf.is_cpu:
@@ -104,7 +122,13 @@ def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
                 "buffer cannot represent them)")
         return DeviceRows(arr, buf, dtype, (cur.offset + start) * dtype.itemsize,
                           (count, *dims)), False
-    nulls = any(a.slice(s, k).null_count for a, s, k in levels if k)
+    # a level without nulls anywhere holds none in the rows' range (null_count is kept by
+    # Arrow); only a level holding some is sliced to count those in range
+    nulls = False
+    for a, s, k in levels:
+        if k and a.null_count and a.slice(s, k).null_count:
+            nulls = True
+            break
     if not nulls:
         flat = (np.frombuffer(buf, dtype, n, (cur.offset + start) * dtype.itemsize)
                 if n else np.empty(0, dtype))
@@ -157,7 +181,7 @@ def _nulls_why(x: Any) -> str:
 # ---- the kinds ------------------------------------------------------------------------------
 def _fixed(x: Any) -> Parts:
     values, nulls = _dense(x, 0, len(x))
-    return Parts("tensor", (("values", values),), (("type", str(x.type)), ("levels", True)),
+    return Parts("tensor", (("values", values),), (("type", x.type), ("levels", True)),
                  nulls=_nulls_why(x) if nulls else "")
 
 
@@ -166,7 +190,7 @@ def _tensor(x: Any) -> Parts:
     values, nulls = _dense(x.storage, 0, len(x))
     values = values.reshape(len(x), *t.shape)
     perm = list(t.permutation or range(len(t.shape)))
-    meta: list[tuple[str, Any]] = [("type", str(t))]
+    meta: list[tuple[str, Any]] = [("type", t)]
     if perm != sorted(perm):
         values = values.transpose(0, *(p + 1 for p in perm))
         meta.append(("permutation", perm))
@@ -200,8 +224,6 @@ def _bounds(x: Any) -> tuple[Any, Any, Any]:
 
 def _offsets(x: Any) -> Any:
     """The offsets of a list array (a view of Arrow's), checked against its items."""
-    from .ragged import check_offsets
-
     offs = x.offsets.to_numpy()
     check_offsets(offs, len(x.values), describe_value(x))
     return offs
@@ -241,7 +263,7 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
                            "to start at 0 (a copy of the offsets; the values are not copied)")
     if ragged != "list":  # per-row views read the offsets on the host, hand none over
         copied += rebased
-    meta: tuple[tuple[str, Any], ...] = (("type", str(x.type)), ("ragged", ragged),
+    meta: tuple[tuple[str, Any], ...] = (("type", x.type), ("ragged", ragged),
                                          ("offsets", offsets))
     if ragged == "pad":
         return _padded(x, values, offsets, fill_value, meta, copied, nulls)
@@ -358,8 +380,6 @@ def buffers(x: Any) -> list[BufferView]:
 
 # ---- rebuilding on the target side -------------------------------------------------------
 def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
-    from .ragged import Jagged, rebuild_jagged
-
     arrays, meta = dict(p.arrays), dict(p.meta)
     if p.layout == "tensor":
         made = assembly(reg, tgt, "tensor")  # a framework with a tensor type keeps its kind
@@ -375,8 +395,6 @@ def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
 
 
 def describe(reg: Any, p: Parts, tgt: str) -> str:
-    from .ragged import describe_jagged
-
     arrays, meta = dict(p.arrays), dict(p.meta)
     v = arrays["values"]
     if p.layout == "tensor":

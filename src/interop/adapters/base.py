@@ -205,6 +205,16 @@ class Parts:
         return dict(self.meta).get(key, default)
 
 
+def _parts_init(self: Parts, layout: str, arrays: tuple[tuple[Any, Any], ...],
+                meta: tuple[tuple[str, Any], ...] = (), copied: tuple[str, ...] = (),
+                nulls: str = "") -> None:
+    self.__dict__.update(layout=layout, arrays=arrays, meta=meta, copied=copied, nulls=nulls)
+
+
+Parts.__init__ = _parts_init  # type: ignore[method-assign]  # built on every call: written out
+# (the record's shared __init__ reads its field list per call)
+
+
 @record(frozen=True)
 class Fix:
     """A copy the rebuilding side needs of some parts before their dense route (a sparse
