@@ -143,9 +143,6 @@ def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
     except UnsupportedConversionError as e:  # a value of the kind it cannot take apart
         return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
                     error="unsupported")
-    except MalformedError as e:  # a value breaking its kind's invariants (offsets)
-        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
-                    error="malformed")
     if fmt is not None and fmt != parts.layout:
         step = Step(adapter.name, adapter.name, f"format={fmt!r} ({parts.layout} -> {fmt})",
                     copies=True)

@@ -198,11 +198,18 @@ class Parts:
         return Parts(self.layout, new, (*old, *meta.items()))
 
     def array(self, role: Any) -> Any:
-        return dict(self.arrays)[role]
+        for r, a in self.arrays:
+            if r == role:
+                return a
+        raise KeyError(role)
 
     def get(self, key: str, default: Any = None) -> Any:
-        """The meta value of ``key``."""
-        return dict(self.meta).get(key, default)
+        """The meta value of ``key`` (the last given, as a dict of the pairs would say)."""
+        found = default
+        for k, v in self.meta:
+            if k == key:
+                found = v
+        return found
 
 
 def _parts_init(self: Parts, layout: str, arrays: tuple[tuple[Any, Any], ...],
