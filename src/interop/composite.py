@@ -90,7 +90,14 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
             leaves[(role, type(a), dense)] = fn
         return fn(a)
 
+    fast: list[Convert] = []  # the fast form, made from the first value the walk converts
+
     def by_parts(x: Any) -> Any:
+        if fast:
+            return fast[0](x)
+        return walk(x)
+
+    def walk(x: Any) -> Any:
         parts = _checked(reg, adapter, take(adapter, x, opts, reg))
         if fmt is not None and fmt != parts.layout:
             again = _reformat(reg, adapter, x, parts, fmt, copy)
@@ -109,10 +116,36 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
         for f in fixes:
             parts = f.apply(parts)
         dense = builder.dense or builder.of or tgt
-        return builder.rebuild(reg, parts.with_arrays(tuple(  # type: ignore[misc]
+        made = builder.rebuild(reg, parts.with_arrays(tuple(  # type: ignore[misc]
             (role, leaf(role, a, dense)) for role, a in parts.arrays)), tgt)
+        if (not fast and adapter.reader is not None and fmt is None and builder is adapter
+                and not fixes and not parts.copied and not parts.nulls):
+            read = adapter.reader(x)
+            if read is not None:
+                fast.append(_fast(reg, read, parts, builder, tgt, dense, leaf, walk))
+        return made
 
     return by_parts
+
+
+def _fast(reg: Any, read: Callable[[Any], Any], parts: Parts, builder: CompositeAdapter,
+          tgt: str, dense: str, leaf: Callable[..., Any], walk: Convert) -> Convert:
+    """The fast form of a composite plan: the kind's reader (:attr:`CompositeAdapter.reader`)
+    hands a value's arrays, each goes by its kept dense plan, and the kind rebuilds them over
+    the layout and meta of the value the reader was made from; a value the reader declines
+    takes the full walk."""
+    roles = tuple(r for r, _ in parts.arrays)
+    rebuild = builder.rebuild
+    assert rebuild is not None
+
+    def run(x: Any) -> Any:
+        got = read(x)
+        if got is None:
+            return walk(x)
+        return rebuild(reg, parts.with_arrays(tuple(
+            (role, leaf(role, a, dense)) for role, a in zip(roles, got))), tgt)
+
+    return run
 
 
 def _itself(x: Any) -> Any:

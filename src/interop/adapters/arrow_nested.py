@@ -78,16 +78,19 @@ def numeric_items(t: Any) -> bool:
 
 
 # ---- the dense part: fixed_size_list levels over a leaf buffer --------------------------
-def _leaf_dtype_of(t: Any) -> Any:
-    types = _pa().types
-    if not (types.is_integer(t) or types.is_floating(t)):
-        return None
-    return _np().dtype(t.to_pandas_dtype())
+_IDS: dict[str, Any] = {}
 
 
-_leaf_dtype = memo_by(arrow_type_key, _leaf_dtype_of)
-"""The NumPy dtype of an Arrow leaf type of fixed-width numbers (``None``: another type),
-read once per kind of type (hashing an Arrow type itself costs microseconds)."""
+def _ids() -> dict[str, Any]:
+    """Arrow's type ids read here, once: ``fsl`` (``fixed_size_list``) and ``leaf`` (the id of
+    each type of fixed-width numbers, one type per id, to its NumPy dtype)."""
+    if not _IDS:
+        pa, np = _pa(), _np()
+        _IDS["fsl"] = pa.lib.Type_FIXED_SIZE_LIST
+        _IDS["leaf"] = {t.id: np.dtype(t.to_pandas_dtype()) for t in (
+            pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
+            pa.uint32(), pa.uint64(), pa.float16(), pa.float32(), pa.float64())}
+    return _IDS
 
 
 def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
@@ -95,19 +98,20 @@ def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
     levels over one) as one N-D NumPy array ``(count, d1, ...)``: a read-only view of the
     leaf buffer, or, where a level holds nulls, a copy with NaN in their slots (``True``
     then). Integers with nulls raise :class:`NullsError`."""
-    np, types = _np(), _pa().types
+    np, ids = _np(), _IDS or _ids()
+    fsl = ids["fsl"]
     dims: list[int] = []
     levels: list[tuple[Any, int, int]] = []
     cur, start, n = arr, lo, count
     t = cur.type
-    while types.is_fixed_size_list(t):
+    while t.id == fsl:
         d = t.list_size
         levels.append((cur, start, n))
         dims.append(d)
         start, n = (cur.offset + start) * d, n * d
         cur = cur.values
         t = cur.type
-    dtype = _leaf_dtype(t)
+    dtype = ids["leaf"].get(t.id)
     if dtype is None:
         raise UnsupportedConversionError(
             f"{describe_value(arr)}: its items are {t}, not fixed-width numbers; cast them "
@@ -134,7 +138,7 @@ def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
                 if n else np.empty(0, dtype))
         flat.flags.writeable = False  # Arrow's memory is immutable
         return flat.reshape(count, *dims), False
-    if not types.is_floating(t):
+    if not _pa().types.is_floating(t):
         raise NullsError(f"{describe_value(arr)} holds nulls and its items ({t}) have no NaN "
                          "to stand for them: fill them first (pyarrow.compute.fill_null)")
     flat = cur.slice(start, n).to_numpy(zero_copy_only=False).copy()
@@ -198,6 +202,50 @@ def _tensor(x: Any) -> Parts:
         meta.append(("dim_names", list(t.dim_names)))
     return Parts("tensor", (("values", values),), tuple(meta),
                  nulls=_nulls_why(x) if nulls else "")
+
+
+def reader(x: Any) -> Any:
+    """The fast reader of values of ``x``'s kind
+    (:attr:`~interop.adapters.base.CompositeAdapter.reader`): for a ``fixed_size_list`` (any
+    depth) or a tensor without permutation of fixed-width numbers, the one N-D view of a value
+    of the same Arrow type with rows, no nulls at any level (any held anywhere: the full walk)
+    and its leaf buffer in host memory, as :func:`parts` reads it; ``None`` for a list type."""
+    ids = _IDS or _ids()
+    t = x.type
+    tensor = extension_name(t) == TENSOR
+    if tensor and list(t.permutation or range(len(t.shape))) != list(range(len(t.shape))):
+        return None
+    s = t.storage_type if tensor else t
+    dims: list[int] = []
+    while s.id == ids["fsl"]:
+        dims.append(s.list_size)
+        s = s.value_type
+    dtype = ids["leaf"].get(s.id)
+    if not dims or dtype is None:
+        return None
+    shape = tuple(t.shape) if tensor else tuple(dims)
+    size, itemsize, np = 1, dtype.itemsize, _np()
+    for d in dims:
+        size *= d
+
+    def read(v: Any) -> tuple[Any, ...] | None:
+        n = len(v)
+        if not n or v.type != t:
+            return None
+        cur, start = (v.storage if tensor else v), 0
+        for d in dims:
+            if cur.null_count:
+                return None
+            start = (cur.offset + start) * d
+            cur = cur.values
+        buf = cur.buffers()[1]
+        if cur.null_count or buf is None or not buf.is_cpu:
+            return None
+        flat = np.frombuffer(buf, dtype, n * size, (cur.offset + start) * itemsize)
+        flat.flags.writeable = False  # Arrow's memory is immutable
+        return (flat.reshape(n, *shape),)
+
+    return read
 
 
 def _bounds(x: Any) -> tuple[Any, Any, Any]:
@@ -425,6 +473,7 @@ ARROW_NESTED = CompositeAdapter(
     describe=describe,
     options=OPTIONS,
     home="pyarrow",
+    reader=reader,
 )
 """Arrow's ``fixed_size_list``, ``fixed_shape_tensor``, ``list``, ``large_list`` and
 ``list_view`` arrays (detected before the pyarrow arrays of one buffer)."""

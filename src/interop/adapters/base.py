@@ -313,6 +313,13 @@ class CompositeAdapter:
     reformat: Callable[[Any, str], Any] | None = None
     """``(value, layout)`` -> the value in another layout by its framework's own call (the
     ``format=`` option; ``"dense"``: a dense array); ``None``: it has one layout."""
+    reader: Callable[[Any], Callable[[Any], tuple[Any, ...] | None] | None] | None = None
+    """``(value)`` -> the fast reader of values of the value's kind, decided once from it (its
+    type, layout, dtypes, shape parameters): per call, a value's arrays in the order of its
+    parts' roles, read as :attr:`parts` reads them, where the parts' layout and meta are the
+    value's it was made from; ``None`` for any other value (another type, nulls, a copy to
+    take it apart, a device), which the full walk then takes. ``None``: no fast reader (a
+    kind whose parts' meta changes per value: a shape, offsets)."""
     within: bool = False
     """Its values are values of :attr:`of`'s (else :attr:`home`'s) own type (a torch sparse
     tensor is a ``torch.Tensor``, a chunked list column a pyarrow ``ChunkedArray``): that
