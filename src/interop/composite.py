@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .adapters.base import CompositeAdapter, Fix, Parts
+from .adapters.base import CompositeAdapter, Fix, Parts, RegistryLike
 from .errors import (
     InteropError,
     MalformedError,
@@ -36,7 +36,7 @@ FORMAT = "format"
 
 
 def take(adapter: CompositeAdapter, x: Any, options: dict[str, Any] | None,
-         reg: Any = None) -> Parts:
+         reg: RegistryLike = None) -> Parts:
     """``x`` taken apart, with the call's options where the kind declares them (any other
     option is refused)."""
     opts = dict(options or {})
@@ -58,7 +58,7 @@ def blocked(adapter: CompositeAdapter, parts: Parts, copy: bool | None) -> str |
     return None
 
 
-def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool | None,
+def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool | None,
          stream: Any, options: dict[str, Any] | None) -> Convert:
     """The converter of ``adapter``'s values to ``tgt``."""
     opts = dict(options or {})
@@ -128,7 +128,7 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
     return by_parts
 
 
-def _fast(reg: Any, read: Callable[[Any], Any], parts: Parts, builder: CompositeAdapter,
+def _fast(reg: RegistryLike, read: Callable[[Any], Any], parts: Parts, builder: CompositeAdapter,
           tgt: str, dense: str, leaf: Callable[..., Any], walk: Convert) -> Convert:
     """The fast form of a composite plan: the kind's reader (:attr:`CompositeAdapter.reader`)
     hands a value's arrays, each goes by its kept dense plan, and the kind rebuilds them over
@@ -152,7 +152,7 @@ def _itself(x: Any) -> Any:
     return x
 
 
-def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
+def explain(reg: RegistryLike, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
             copy: bool | None, options: dict[str, Any] | None) -> Any:
     """The plan of ``x`` to ``tgt``: the kind's own, or its parts'
     (:func:`interop.plan.of_parts`), after the format change and the fixes its parts need."""
@@ -231,7 +231,7 @@ def _shared(layout: str, plans: list[tuple[Any, Any]], fixes: tuple[Fix, ...]) -
     return (f"shared with the source (no copy): {layout} {', '.join(roles)}",) if roles else ()
 
 
-def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:
+def _format(reg: RegistryLike, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:
     """The ``format=`` asked, taken out of ``opts`` (``None``: keep the layout); refused for
     a kind that cannot change its layout."""
     if FORMAT not in opts:
@@ -246,13 +246,13 @@ def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | 
     return fmt
 
 
-def _checked(reg: Any, adapter: CompositeAdapter, parts: Parts) -> Parts:
+def _checked(reg: RegistryLike, adapter: CompositeAdapter, parts: Parts) -> Parts:
     """``parts`` checked by the kind's :attr:`~CompositeAdapter.check` (a broken value raises
     before any framework call, its own layout change included)."""
     return parts if adapter.check is None else adapter.check(reg, parts)
 
 
-def _reformat(reg: Any, adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str,
+def _reformat(reg: RegistryLike, adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str,
               copy: bool | None) -> Any:
     """``x`` in layout ``fmt``, of buffers of its own: a buffer the framework's call kept
     (JAX's ``BCSR.to_bcoo()`` keeps the values, pyarrow's ``to_scipy()`` its immutable
@@ -269,7 +269,7 @@ def _reformat(reg: Any, adapter: CompositeAdapter, x: Any, parts: Parts, fmt: st
     return reg.convert(again, home, copy=True)
 
 
-def _kept(reg: Any, parts: Parts, again: Any) -> bool:
+def _kept(reg: RegistryLike, parts: Parts, again: Any) -> bool:
     """Whether ``again`` (the framework's layout change of the value of ``parts``) holds any
     of their buffers, by the buffers' addresses."""
     kind = reg.composite(again)
@@ -279,7 +279,7 @@ def _kept(reg: Any, parts: Parts, again: Any) -> bool:
                for b0, b1 in mine)
 
 
-def _extents(reg: Any, a: Any) -> list[tuple[int, int]]:
+def _extents(reg: RegistryLike, a: Any) -> list[tuple[int, int]]:
     """The byte range of the dense array ``a`` (none where it has no readable buffer or no
     bytes)."""
     adapter = reg.adapters[reg.owner(a)]
@@ -310,7 +310,8 @@ def _reformatted(adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str) -> A
             "format='dense'") from e
 
 
-def _builder(reg: Any, adapter: CompositeAdapter, parts: Parts, tgt: str) -> CompositeAdapter:
+def _builder(reg: RegistryLike, adapter: CompositeAdapter, parts: Parts,
+             tgt: str) -> CompositeAdapter:
     """The kind whose rebuild makes ``parts`` on ``tgt``: the target framework's kind of the
     same layout, or, for a kind of no framework, the kind itself."""
     assert adapter.rebuild is not None or adapter.of, adapter.name
@@ -328,7 +329,7 @@ def _builder(reg: Any, adapter: CompositeAdapter, parts: Parts, tgt: str) -> Com
         + f"; interop changes a layout only when asked: {fix}")
 
 
-def _prepared(reg: Any, adapter: CompositeAdapter, parts: Parts,
+def _prepared(reg: RegistryLike, adapter: CompositeAdapter, parts: Parts,
               builder: CompositeAdapter) -> tuple[Parts, tuple[Fix, ...]]:
     if adapter.prepare is None:
         return parts, ()

@@ -134,3 +134,18 @@ def test_two_kinds_within_one_framework():
     dense = torch.arange(3.0)
     np.testing.assert_array_equal(reg.convert(dense, "numpy"), dense.numpy())
     assert reg.explain(pair, "numpy").source == "torch-pair"
+
+
+def test_the_registry_is_what_kinds_are_handed():
+    """The Protocol typing the registry handed to kinds names methods the Registry has, with
+    the same parameters."""
+    import inspect
+
+    from interop.adapters.base import RegistryLike
+
+    reg = build()
+    assert isinstance(reg, RegistryLike)
+    for name, member in vars(RegistryLike).items():
+        if callable(member) and not name.startswith("_"):
+            want = list(inspect.signature(member).parameters)[1:]
+            assert list(inspect.signature(getattr(reg, name)).parameters) == want, name
