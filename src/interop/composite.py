@@ -26,11 +26,14 @@ from .errors import (
     InteropError,
     MalformedError,
     NullsError,
+    TooLargeError,
     UnsupportedConversionError,
     ZeroCopyError,
 )
 
 Convert = Callable[[Any], Any]
+SHARED = "shared with the source (no copy): "
+"""How ``explain`` begins the line naming the buffers a composite plan shares."""
 FORMAT = "format"
 """The option naming the layout of the result (``"csr"``, ``"coo"`` ... ``"dense"``)."""
 
@@ -189,9 +192,10 @@ def explain(reg: RegistryLike, adapter: CompositeAdapter, x: Any, tgt: str, devi
             again = _reformatted(adapter, x, parts, fmt)
         except InteropError as e:
             return Plan(adapter.name, tgt, (step,), False, (str(e),), supported=False,
-                        error="unsupported")
+                        error="memory" if isinstance(e, TooLargeError) else "unsupported")
         rest = reg.explain(again, tgt, device, copy)
-        return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *rest.reasons),
+        later = tuple(r for r in rest.reasons if not r.startswith(SHARED))  # (of the new value)
+        return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *later),
                     (), rest.supported, rest.error)
     blocked_why = blocked(adapter, parts, copy)
     if blocked_why is not None:
@@ -228,7 +232,7 @@ def _shared(layout: str, plans: list[tuple[Any, Any]], fixes: tuple[Fix, ...]) -
     own plan is zero-copy), or none."""
     fixed = {r for f in fixes for r in f.roles}
     roles = [str(role) for role, p in plans if p.zero_copy and role not in fixed]
-    return (f"shared with the source (no copy): {layout} {', '.join(roles)}",) if roles else ()
+    return (f"{SHARED}{layout} {', '.join(roles)}",) if roles else ()
 
 
 def _format(reg: RegistryLike, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:
@@ -298,16 +302,37 @@ def _reformatted(adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str) -> A
     """``x`` in layout ``fmt`` by its framework's own call; what that call refuses (a 1-D
     value to a compressed layout, a layout it cannot convert from) is an
     :class:`UnsupportedConversionError` naming the format, not the framework's own error."""
+    need = adapter.reformat_bytes(parts, fmt) if adapter.reformat_bytes is not None else 0
+    if need > _available_memory():
+        raise TooLargeError(
+            f"format={fmt!r}: the {fmt} form of this {parts.layout} value of shape "
+            f"{parts.get('shape')} needs at least {need:,} bytes, more than this machine has "
+            f"available; keep it {parts.layout}")
     try:
         return adapter.reformat(x, fmt)  # type: ignore[misc]
     except InteropError:
         raise
+    except MemoryError as e:
+        shape = tuple(getattr(x, "shape", ()) or ())
+        raise TooLargeError(
+            f"format={fmt!r}: the {fmt} form of this {parts.layout} value of shape {shape} "
+            f"needs more memory than can be allocated ({e}); keep it {parts.layout}") from e
     except (ValueError, TypeError, RuntimeError, NotImplementedError) as e:
         shape = tuple(getattr(x, "shape", ()) or ())
         raise UnsupportedConversionError(
             f"format={fmt!r}: {adapter.name} cannot turn this {parts.layout} value of shape "
             f"{shape} into {fmt} ({type(e).__name__}: {e}); ask another format, or "
             "format='dense'") from e
+
+
+def _available_memory() -> float:
+    """The host memory available now, in bytes (unbounded where the system does not say)."""
+    import os
+
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return float("inf")
 
 
 def _builder(reg: RegistryLike, adapter: CompositeAdapter, parts: Parts,

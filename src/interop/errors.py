@@ -33,6 +33,11 @@ class MalformedError(InteropError, ValueError):
     pointers that decrease): no framework is handed it."""
 
 
+class TooLargeError(InteropError, MemoryError):
+    """The result would need more memory than can be allocated (``format=`` densifying, or
+    compressing the rows of, a sparse value of a huge shape)."""
+
+
 class DeviceError(InteropError, ValueError):
     """The requested device does not exist here or cannot be reached by the target."""
 

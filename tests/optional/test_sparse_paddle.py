@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
 
 import interop
 from interop.errors import UnsupportedConversionError
@@ -18,6 +20,9 @@ from sparse_samples import (
     check_pair,
     raw,
 )
+from sparse_search import PROFILE, build, check, raws
+from sparse_search import SOURCES as SEARCH_SOURCES
+from sparse_search import TARGETS as SEARCH_TARGETS
 
 pytestmark = [pytest.mark.paddle, *TORCH_NOTICES]
 
@@ -86,3 +91,18 @@ def test_a_dense_paddle_tensor_keeps_its_dense_plan_between_sparse_ones(paddle, 
         sparse_result = (type(y).__name__ == "SparseCOOTensor" if target == "pyarrow"
                          else y.is_sparse)
         assert sparse_result == x.is_sparse()
+
+
+# ---- the random search of sparse values (issue 45), with paddle on one side ----------------
+@PROFILE
+@given(raws(ndims=(1, 2, 3)), st.sampled_from(SEARCH_SOURCES), st.sampled_from(SEARCH_TARGETS),
+       st.sampled_from(("coo", "csr")), st.sampled_from((None, None, "coo", "csr", "dense")),
+       st.booleans())
+def test_random_sparse_values_to_and_from_paddle(r, other, target, layout, fmt, outward):
+    """tests/sparse_search.py's oracle, paddle the source (``outward``) or the target."""
+    source, target = (f"paddle {layout}", target) if outward else (other, "paddle")
+    x = build(source, r)
+    if x is None or (fmt == "dense" and not r.small()):
+        event("not built")
+        return
+    event(check(x, r, target, fmt, False))

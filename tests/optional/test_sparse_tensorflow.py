@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
 
 import interop
 from interop.errors import UnsupportedConversionError
@@ -22,6 +24,9 @@ from sparse_samples import (
     quiet,
     raw,
 )
+from sparse_search import PROFILE, build, check, raws
+from sparse_search import SOURCES as SEARCH_SOURCES
+from sparse_search import TARGETS as SEARCH_TARGETS
 
 pytestmark = [pytest.mark.tensorflow, *TORCH_NOTICES]
 
@@ -88,3 +93,17 @@ def test_a_malformed_sparse_tensor_from_tensorflow_is_refused(tf):
     with pytest.raises(interop.errors.InteropError, match="along dimension 0"):
         interop.to_framework(st, "torch")
     assert not interop.can_convert(st, "scipy")
+
+
+# ---- the random search of sparse values (issue 45), with TensorFlow on one side ------------
+@PROFILE
+@given(raws(ndims=(1, 2, 3)), st.sampled_from(SEARCH_SOURCES), st.sampled_from(SEARCH_TARGETS),
+       st.sampled_from((None, None, "coo", "dense")), st.booleans())
+def test_random_sparse_values_to_and_from_tensorflow(r, other, target, fmt, outward):
+    """tests/sparse_search.py's oracle, TensorFlow the source (``outward``) or the target."""
+    source, target = ("tensorflow coo", target) if outward else (other, "tensorflow")
+    x = build(source, r)
+    if x is None or (fmt == "dense" and not r.small()):
+        event("not built")
+        return
+    event(check(x, r, target, fmt, False))

@@ -12,16 +12,16 @@ import pyarrow as pa
 import pytest
 import scipy.sparse as sp
 import torch
-from helpers import run_child
-from sparse_samples import TORCH_NOTICES, densified, js, pointers, pydata, stored_values
 
 import interop
+from helpers import run_child
 from interop.errors import (
     InteropError,
     MalformedError,
     UnsupportedConversionError,
     ZeroCopyError,
 )
+from sparse_samples import TORCH_NOTICES, densified, js, pointers, pydata, stored_values
 
 pytestmark = TORCH_NOTICES
 

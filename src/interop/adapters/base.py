@@ -339,6 +339,10 @@ class CompositeAdapter:
     """``(registry, parts)`` -> the parts checked (an invalid value raises
     :class:`~interop.errors.MalformedError`), before any framework call on the value (its own
     layout change, ``format=``, included); ``None``: nothing to check."""
+    reformat_bytes: Callable[[Parts, str], int] | None = None
+    """``(parts, layout)`` -> the bytes the value in ``layout`` needs at least (its dense
+    form, its index pointers), known before the layout change: one that cannot fit the
+    memory available is refused, never attempted."""
     serves: tuple[str, ...] = ()
     """Targets besides :attr:`of` whose values of these layouts it builds (SciPy's sparse
     arrays are NumPy's sparse values: ``"numpy"``; cupyx's are CuPy's)."""

@@ -289,6 +289,10 @@ def _sparse_reformat(t: Any, layout: str) -> Any:
 # paddle 3.3 builds no COO tensor without entries (its shape inference reduces over the empty
 # axis and raises; an empty CSR works), and its dense form of a COO tensor overwrites a
 # duplicate entry (SciPy, torch and JAX sum them): duplicates are summed first.
+_PADDLE_DTYPES = ("uint8", "int16", "int32", "int64", "float16", "float32", "float64",
+                  "complex64", "complex128")
+"""The value dtypes paddle's sparse kernels are registered for (its ``sparse_coo_tensor``
+kernel's own list, in its NotFound error: no bool, no int8)."""
 SPARSE = sparse.kind(
     name="paddle.sparse",
     modules=("paddle",),
@@ -300,8 +304,8 @@ SPARSE = sparse.kind(
     of="paddle",
     layouts=("csr", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, empty=False,
-                               canonical=True, strided=False),
-           "csr": sparse.Needs(canonical=True, batched=True)},
+                               canonical=True, strided=False, data_dtypes=_PADDLE_DTYPES),
+           "csr": sparse.Needs(canonical=True, batched=True, data_dtypes=_PADDLE_DTYPES)},
     reformat=_sparse_reformat,
     within=True,
 )

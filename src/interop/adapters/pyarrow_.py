@@ -373,21 +373,39 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
     return build.from_numpy(a["data"], a["indptr"], a["indices"], shape=shape)
 
 
+def _summed_dense(x: Any) -> Any:
+    """The dense form of an Arrow sparse tensor, duplicate entries summed as SciPy, torch and
+    JAX (and interop's other formats of it) sum them: Arrow's own ``to_tensor`` keeps one of
+    them (found by the random search of sparse values)."""
+    np = module("numpy")
+    arrays = x.to_numpy()
+    data = arrays[0].reshape(-1)
+    out = np.zeros(tuple(x.shape), data.dtype)
+    if type(x).__name__ == "SparseCOOTensor":
+        where = tuple(arrays[1].T)
+    else:
+        indptr, indices = arrays[1], arrays[2]
+        major = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+        where = (major, indices) if type(x).__name__ == "SparseCSRMatrix" else (indices, major)
+    np.add.at(out, where, data)
+    return out
+
+
 def _sparse_reformat(x: Any, layout: str) -> Any:
     """Densified by Arrow itself; another layout through its own ``to_scipy`` (Arrow has no
     conversion between sparse formats), as a SciPy value."""
     if layout == "dense":
-        return x.to_tensor().to_numpy()
+        return _summed_dense(x)
     if layout not in ("csr", "csc", "coo", "bsr"):
         raise UnsupportedConversionError(f"format={layout!r}: not a sparse layout (csr, csc, "
                                          "coo, bsr or dense)")
-    m = x.to_scipy()
+    m = x.to_scipy().asformat(layout)
     if m.dtype != x.to_numpy()[0].dtype:
         raise UnsupportedConversionError(
             f"format={layout!r}: Arrow changes a sparse layout through SciPy (to_scipy), "
             f"which turns {x.to_numpy()[0].dtype} values into {m.dtype}; format='dense' keeps "
             "them, or convert to a framework that holds them first")
-    return m.asformat(layout)
+    return m
 
 
 _INT64 = ("int64",)

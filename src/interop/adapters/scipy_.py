@@ -57,14 +57,18 @@ def _coords(rows: tuple[Any, ...]) -> tuple[Any, bool]:
 
 
 def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
-    """A ``*_array`` holding the parts' buffers. A compressed one is built empty and handed
-    its buffers after: SciPy's constructor copies an array that is a view of a base more
-    than twice its size (``_prune_array``: an aligned view, a slice of Arrow's buffer)."""
+    """A ``*_array`` holding the parts' buffers, built empty and handed its buffers after:
+    SciPy's constructors copy an array that is a view of a base more than twice its size
+    (``_prune_array``: an aligned view, a slice of Arrow's buffer), and COO coordinates to
+    the index dtype its shape asks for (``_get_index_dtype(maxval=max(shape))``: int64 for a
+    dimension past int32, however small the coordinates)."""
     sp = module("scipy.sparse")
     a = dict(parts.arrays)
     shape = sparse.shape(parts)
     if parts.layout == "coo":
-        m = sp.coo_array((a["data"], tuple(a["coords"])), shape=shape)
+        data, coords = a["data"], a["coords"]
+        m = sp.coo_array((data[:0], tuple(c[:0] for c in coords)), shape=shape)
+        m.coords, m.data = tuple(coords), data
     else:
         build = {"csr": sp.csr_array, "csc": sp.csc_array, "bsr": sp.bsr_array}[parts.layout]
         data, indices, indptr = a["data"], a["indices"], a["indptr"]

@@ -44,6 +44,13 @@ def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
 
 
 def _reformat(x: Any, layout: str) -> Any:
+    """``x`` in ``layout`` by pydata's own calls; a COO value is first made again as one that
+    may hold duplicates (pydata keeps no flag: one built with ``has_duplicates=False`` that
+    holds some has them overwritten by ``todense``/``asformat``, where interop checks and
+    every other form sums them)."""
+    if type(x).__name__ == "COO":
+        x = module("sparse").COO(x.coords, x.data, shape=x.shape, has_duplicates=True,
+                                 sorted=False, fill_value=x.fill_value)
     if layout == "dense":
         return x.todense()
     if layout == "coo":

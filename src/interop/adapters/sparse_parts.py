@@ -75,6 +75,7 @@ def kind(**fields: Any) -> CompositeAdapter:
     (``format=`` included) and fitted to the target by :func:`prepare`, the ``format=``
     option, and, for a kind ``within`` its framework's array type, plans made per value."""
     return CompositeAdapter(check=check, prepare=prepare, options=("format",),
+                            reformat_bytes=layout_bytes,
                             per_value_owner=fields.get("within", False), **fields)
 
 
@@ -97,6 +98,22 @@ def coo(data: Any, coords: Any, shape: Any, layout: str = NDIM_FIRST,
     return Parts("coo", (("data", data), ("coords", coords)),
                  (("shape", tuple(int(n) for n in shape)), ("coords", layout),
                   ("canonical", canonical)))
+
+
+def layout_bytes(parts: Parts, layout: str) -> int:
+    """The bytes ``parts``' value needs at least in ``layout``: its dense form for
+    ``"dense"``, its int64 index pointers for a compressed layout (one per row of CSR and
+    BSR, per column of CSC), none for COO."""
+    dims = shape(parts)
+    if layout == "dense":
+        kind = parts.array("data").dtype if parts.arrays else None  # (TensorFlow: .size)
+        size = getattr(kind, "itemsize", None) or getattr(kind, "size", None) or 16
+        for n in dims:
+            size *= int(n)
+        return size
+    if layout in COMPRESSED and len(dims) >= 2:
+        return (int(dims[COMPRESSED[layout]]) + 1) * 8
+    return 0
 
 
 def shape(parts: Parts) -> tuple[int, ...]:
@@ -153,13 +170,6 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
                          f"{builder.of} requires sorted, distinct indices: sorted {order}, "
                          "duplicates summed (the values keep their dtype)",
                          lambda p: _canonicalised(reg, p)))
-    elif not needs.strided:  # (sorting makes every buffer anew, compact)
-        loose = tuple(r for r, a in parts.arrays
-                      if not _compact(host[r] if r in host else _host(reg, a)))
-        if loose:
-            fixes.append(Fix(loose, f"{builder.of} reads every buffer as compact: "
-                             f"{', '.join(map(str, loose))} copied compact",
-                             lambda p: _compacted(reg, p, loose)))
     takes = needs.index_dtypes
     if parts.layout == "coo" and len(dims) > 2 and needs.nd_index_dtypes is not None:
         takes = needs.nd_index_dtypes
@@ -171,6 +181,14 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
                             else "")
                          + ": widened to int64 (the values are not copied)",
                          lambda p: _widened(reg, p, wide)))
+    if not (needs.strided or needs.canonical and not canonical(parts)):
+        # (sorting and widening make compact buffers)
+        loose = tuple(r for r, a in parts.arrays
+                      if r not in wide and not _compact(host[r] if r in host else _host(reg, a)))
+        if loose:
+            fixes.append(Fix(loose, f"{builder.of} reads every buffer as compact: "
+                             f"{', '.join(map(str, loose))} copied compact",
+                             lambda p: _compacted(reg, p, loose)))
     return parts, tuple(fixes)
 
 

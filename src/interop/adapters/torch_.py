@@ -564,7 +564,9 @@ def _sparse_reformat(t: Any, layout: str) -> Any:
     return _without_notice(getattr(t, f"to_sparse_{layout}"))
 
 
-_COMPRESSED_NEEDS = sparse.Needs(canonical=True, batched=True)
+_COMPRESSED_NEEDS = sparse.Needs(canonical=True, batched=True, strided=False)
+"""torch's constructors, their invariant checks off, keep a strided buffer as it is, which its
+kernels read as compact: every buffer is handed over compact."""
 SPARSE = sparse.kind(
     name="torch.sparse",
     modules=("torch",),
@@ -577,7 +579,7 @@ SPARSE = sparse.kind(
     layouts=("csr", "csc", "bsr", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, strided=False),
            "csr": _COMPRESSED_NEEDS, "csc": _COMPRESSED_NEEDS,
-           "bsr": sparse.Needs(canonical=True)},
+           "bsr": sparse.Needs(canonical=True, strided=False)},
     reformat=_sparse_reformat,
     within=True,
 )
