@@ -57,8 +57,13 @@ def arrow_type_key(t: Any) -> Any:
     Its id, except for extension types, which all share one id: theirs is the extension
     name and the storage type (a memo keyed on the id alone answered for every extension
     type what it had found for the first one seen)."""
-    name = extension_name(t)
-    return t.id if name is None else (name, t.storage_type)
+    i = t.id
+    return i if i != EXTENSION_ID else (t.extension_name, t.storage_type)
+
+
+EXTENSION_ID = 31
+"""The id all Arrow extension types share (``arrow::Type::EXTENSION``, fixed in Arrow's C++
+type enum): read first, as a plain type's key is its id alone (one attribute read)."""
 
 
 ARROW_TYPE_ID = arrow_type_key

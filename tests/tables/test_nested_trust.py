@@ -379,3 +379,43 @@ def test_a_list_view_series_after_a_plain_series_kept_a_plan_is_refused_by_inter
     for _ in range(2):
         with pytest.raises(UnsupportedConversionError, match="not numeric"):
             interop.to_framework(s, "numpy")
+
+
+def test_a_table_column_in_several_chunks_is_explained_by_its_whole_shape():
+    t = pa.concat_tables([emb(), emb()])
+    plan = interop.explain(t, "torch")
+    assert "(8, 3, 2)" in str(plan.columns["emb"]), plan
+    assert "(4, 3, 2)" not in str(plan.columns["emb"])
+
+
+def test_tensor_chunks_with_a_permutation_are_joined():
+    t = pa.fixed_shape_tensor(pa.float64(), [2, 3], permutation=[1, 0])
+    one = pa.ExtensionArray.from_storage(t, pa.FixedShapeTensorArray.from_numpy_ndarray(
+        np.arange(12.0).reshape(2, 2, 3)).storage)
+    col = pa.chunked_array([one, one])
+    got = interop.to_framework(col, "numpy")
+    assert got.shape == (4, 3, 2)
+    assert np.array_equal(got, np.concatenate([interop.to_framework(one, "numpy")] * 2))
+
+
+@pytest.mark.parametrize("shape,order", [((2, 2, 1), (2, 1, 0)), ((1, 3, 2), (0, 2, 1)),
+                                         ((3, 1, 2), (0, 2, 1))])
+def test_arrays_with_dimensions_of_one_go_to_pyarrow_with_their_rows(shape, order):
+    """Found by the nested search: a dimension of 1 has any stride, and pyarrow refused a
+    first stride that was not the largest (raw ValueError)."""
+    x = np.arange(float(np.prod(shape))).reshape(shape).transpose(order)
+    out = interop.to_framework(x, "pyarrow")
+    out.validate(full=True)
+    assert np.array_equal(interop.to_framework(out, "numpy"), x)
+
+
+def test_a_dict_with_an_nd_array_to_polars_is_a_polars_array_column_over_its_buffer():
+    import polars as pl
+
+    b = np.arange(24.0).reshape(2, 3, 4)
+    df = interop.to_framework({"a": np.ones((2, 2)), "b": b}, "polars")
+    assert df.schema["a"] == pl.Array(pl.Float64, 2)
+    assert df.schema["b"] == pl.Array(pl.Float64, (3, 4))
+    assert df["a"].arr.sum().to_list() == [2.0, 2.0]  # polars' own .arr operations
+    got = df["b"].to_numpy()
+    assert np.array_equal(got, b) and got.ctypes.data == b.ctypes.data

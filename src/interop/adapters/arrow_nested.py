@@ -392,7 +392,10 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
         return _fixed(x)
     if extension_name(x.type) == TENSOR:
         return _tensor(x)
-    return _ragged(x, ragged, fill_value)
+    try:
+        return _ragged(x, ragged, fill_value)
+    except NullsError as e:  # raised of its items: named by the value they belong to
+        raise NullsError(f"{describe_value(x)}: its items: {e}") from None
 
 
 def chunked_parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
@@ -400,12 +403,22 @@ def chunked_parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Par
     copy), or, of several chunks (or none), the parts of the chunks joined (a copy: said)."""
     if x.num_chunks == 1:
         return parts(x.chunk(0), ragged, fill_value)
-    whole = x.combine_chunks() if x.num_chunks else _empty(x.type)
+    whole = _joined(x) if x.num_chunks else _empty(x.type)
     p = parts(whole, ragged, fill_value)
     if x.num_chunks < 2:
         return p
     why = f"{describe_value(x)} is split into {x.num_chunks} chunks; joining them copies"
     return Parts(p.layout, p.arrays, p.meta, (why, *p.copied), p.nulls)
+
+
+def _joined(x: Any) -> Any:
+    """The chunks of ``x`` joined into one array (an extension type's through its storage:
+    pyarrow joins no tensor chunks with a permutation)."""
+    pa = _pa()
+    if extension_name(x.type) is None:
+        return x.combine_chunks()
+    storage = pa.chunked_array([c.storage for c in x.chunks], type=x.type.storage_type)
+    return pa.ExtensionArray.from_storage(x.type, storage.combine_chunks())
 
 
 def _empty(t: Any) -> Any:

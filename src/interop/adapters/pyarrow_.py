@@ -84,20 +84,23 @@ def _to_numpy_converter() -> Any:
     anything else ``NeedsCopy`` with its verdict (nulls, chunks, no NumPy dtype)."""
     chunked = module("pyarrow").ChunkedArray
 
-    def convert(x: Any) -> Any:
-        if type(x) is chunked and x.num_chunks == 1:
-            x = x.chunk(0)
-        e: Exception | None = None
-        if _kind(x.type) == "n":  # any other type goes to the check, never to its to_numpy
-            try:                  # (an extension array's own may read it another way)
-                return x.to_numpy(zero_copy_only=True)
-            except (ValueError, TypeError, NotImplementedError) as err:  # Arrow would copy
-                e = err
+    def checked(x: Any, e: Exception | None) -> Any:
         verdict = check(x)
         if verdict is not None and verdict[0] == STEP_COPIES:
             return x.to_numpy(zero_copy_only=False)
         raise NeedsCopy(*(verdict or (NEEDS_COPY, f"{describe(x)}: Arrow cannot give a "
                                       f"NumPy view without copying ({e})")))
+
+    def convert(x: Any) -> Any:
+        if type(x) is chunked:  # of any type (the plain arrays the fast form takes are
+            if x.num_chunks == 1:  # numbers): any other goes to the check, never to its
+                x = x.chunk(0)     # to_numpy (an extension array's own reads it its way)
+            if _kind(x.type) != "n":
+                return checked(x, None)
+        try:
+            return x.to_numpy(zero_copy_only=True)
+        except (ValueError, TypeError, NotImplementedError) as e:  # Arrow would copy
+            return checked(x, e)
 
     return convert
 
@@ -238,8 +241,8 @@ def _permuted(a: Any) -> bool:
     buffer as it is (``from_numpy_ndarray``). Other permutations are copied into C order:
     pyarrow's ``from_numpy_ndarray`` writes them inverted from how its
     ``to_numpy_ndarray`` (and interop) read them, so their meaning is not agreed."""
-    if a.ndim < 3 or min(a.shape) == 0:
-        return False
+    if a.ndim < 3 or min(a.shape) < 2 or a.strides[0] < max(a.strides[1:]):
+        return False  # (a dimension of 1 has any stride: its order is not read)
     order = sorted(range(1, a.ndim), key=lambda d: -a.strides[d])
     perm = [d - 1 for d in order]
     return (all(perm[p] == i for i, p in enumerate(perm))

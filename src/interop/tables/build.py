@@ -114,13 +114,35 @@ def build(reg: Any, cols: Mapping, target: str, *, copy: bool | None = None) -> 
     if target == "polars":
         import polars as pl
 
-        return pl.from_arrow(arrow_table(reg, cols, copy=copy), rechunk=False)
+        return pl.from_arrow(_levels(arrow_table(reg, cols, copy=copy)), rechunk=False)
     if target == "pandas":
         return _to_pandas(reg, cols, copy)
     if target == "cudf":
         return _to_cudf(reg, cols, copy)
     raise UnsupportedConversionError(f"a table cannot be built in {target}; use one of "
                                      f"{TABLE_TARGETS}")
+
+
+def _levels(table: Any) -> Any:
+    """``table`` with each ``arrow.fixed_shape_tensor`` column in C order as its
+    ``fixed_size_list`` levels over the same buffer (polars' ``Array`` of that shape: its
+    ``.arr`` operations take no extension column)."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        t = field.type
+        if getattr(t, "extension_name", None) != "arrow.fixed_shape_tensor" or t.permutation:
+            continue
+        chunks = []
+        for c in table.column(i).chunks:
+            flat = c.storage.flatten()
+            for d in reversed(t.shape):
+                flat = pa.FixedSizeListArray.from_arrays(flat, d)
+            chunks.append(flat)
+        col = pa.chunked_array(chunks, type=chunks[0].type) if chunks else None
+        if col is not None:
+            table = table.set_column(i, field.name, col)
+    return table
 
 
 def _to_pandas(reg: Any, cols: Mapping, copy: bool | None) -> Any:

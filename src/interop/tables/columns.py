@@ -101,14 +101,13 @@ def is_arrow_array(x: Any) -> bool:
 def _arrow_kind_of(t: Any) -> str:
     """``"numeric"``, ``"bool"``, ``"temporal"``, ``"nested"`` (a list or tensor column, a
     composite of :mod:`interop.adapters.arrow_nested`) or ``"unsupported"`` for an Arrow type."""
+    from ..adapters.arrow_nested import nested_type
+
     types = _pa().types
     return ("bool" if types.is_boolean(t)
             else "numeric" if types.is_integer(t) or types.is_floating(t)
             else "temporal" if types.is_temporal(t) and not types.is_interval(t)
-            else "nested" if (types.is_fixed_size_list(t) or types.is_list(t)
-                              or types.is_large_list(t) or types.is_list_view(t)
-                              or types.is_large_list_view(t)
-                              or getattr(t, "extension_name", "") == "arrow.fixed_shape_tensor")
+            else "nested" if nested_type(t)
             else "unsupported")
 
 
