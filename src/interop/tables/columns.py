@@ -504,21 +504,23 @@ def _dense_arrow_columns(reg: Any, named: list[tuple[Any, Any]], target: str,
         return None
     arrow = (pa.Array, pa.ChunkedArray)
     out = Columns()
-    for n, c in named:
-        if not isinstance(c, arrow) or c.null_count:
-            return None
-        kind = _arrow_kind(c.type)
-        if kind not in ("numeric", "bool"):
-            if not (nested and kind == "nested" and numeric_items(c.type)):
+    with narrowing.gather() as got:  # one for the table: each column's reasons labelled
+        for n, c in named:
+            if not isinstance(c, arrow) or c.null_count:
                 return None
-            if isinstance(c, pa.ChunkedArray) and c.num_chunks == 1:
-                c = c.chunk(0)  # its one chunk's parts are the column's (arrow_nested)
-        try:
-            with narrowing.gather() as got:
+            kind = _arrow_kind(c.type)
+            if kind not in ("numeric", "bool"):
+                if not (nested and kind == "nested" and numeric_items(c.type)):
+                    return None
+                if isinstance(c, pa.ChunkedArray) and c.num_chunks == 1:
+                    c = c.chunk(0)  # its one chunk's parts are the column's (arrow_nested)
+            seen = len(got)
+            try:
                 out[n] = reg.convert(c, target)
-        except InteropError:
-            return None
-        narrowed += [f"column {n!r}: {why}" for why in got]
+            except InteropError:
+                return None
+            got[seen:] = [f"column {n!r}: {why}" for why in got[seen:]]
+    narrowed += got
     return out
 
 
