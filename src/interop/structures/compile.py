@@ -216,16 +216,10 @@ def rebuilder(tp: type) -> Callable[[Any, dict], Any] | None:
         return None
     put = OrderedDict.__setitem__ if issubclass(tp, OrderedDict) else dict.__setitem__
 
-    def fill(out: Any, items: dict) -> None:
-        for k, v in items.items():
-            put(out, k, v)
-
-    if tp is OrderedDict:  # (a state_dict's own type: its C fill, the same items in order)
-        fill = OrderedDict.__init__  # type: ignore[assignment]
-
     def rebuild(x: Any, items: dict) -> Any:
         out = tp.__new__(tp)
-        fill(out, items)
+        for k, v in items.items():
+            put(out, k, v)
         attrs = getattr(x, "__dict__", None)
         if attrs:
             out.__dict__.update(attrs)
@@ -236,14 +230,12 @@ def rebuilder(tp: type) -> Callable[[Any, dict], Any] | None:
 
 def _children_check(types: tuple, checks: tuple) -> Check:
     """The check of a node's children (their types, nested nodes' own checks)."""
-    nested = tuple((i, c) for i, c in enumerate(checks) if c is not None)
-
     def check(values: Any) -> None:
-        values = tuple(values)
-        if tuple(map(type, values)) != types:  # (one C loop: a model's thousand leaves)
-            raise Mismatch
-        for i, c in nested:
-            c(values[i])
+        for v, t, c in zip(values, types, checks):
+            if type(v) is not t:
+                raise Mismatch
+            if c is not None:
+                c(v)
 
     return check
 
@@ -266,22 +258,13 @@ def _dict_run(tp: type, keys: tuple, fns: tuple, paths: list) -> Convert:
     at = dict(zip(keys, paths))
     rebuild = rebuilder(tp)
 
-    n = len(keys)
-    every = all(f is not None for f in fns)
-
     def run(x: Any) -> Any:
+        out = {}
         k = None
-        items = zip(keys, x.values(), fns)
         try:
-            if every:  # a comprehension: the loop of a model's thousand leaves in C
-                out = {k: f(v) for k, v, f in items}
-            else:
-                out = {}
-                for k, v, f in items:
-                    out[k] = v if f is None else f(v)
+            for k, v, f in zip(keys, x.values(), fns):
+                out[k] = v if f is None else f(v)
         except InteropError as e:
-            if every:  # the leaf that raised: the one the zip handed last (none converted)
-                k = keys[n - 1 - sum(1 for _ in items)]
             if at[k] is None:  # a nested node named its leaf already
                 raise
             raise at_path(e, at[k]) from e
