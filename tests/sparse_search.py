@@ -348,7 +348,7 @@ def check(x, r: Raw, target: str, fmt, wrap: bool) -> str:
             log.write(f"{framework_of(x)} {type(x).__name__} {getattr(x, 'layout', '')} -> "
                       f"{target} {fmt} wrap={wrap} shape={r.shape} {r.vals.dtype} "
                       f"{r.index_dtype} {r.order} {r.malformed} lie={r.lie} {r.view} "
-                      f"coords={r.coords.tolist()}\n")
+                      f"coords={r.coords.tolist()} vals={r.vals.tolist()}\n")
     wrap = wrap and target in ("torch", "jax", "numpy")  # (targets of a dense leaf too)
     value = {"m": x, "y": np.arange(3)} if wrap else x
     plan = interop.explain(x, target, **opts)

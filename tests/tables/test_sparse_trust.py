@@ -18,6 +18,7 @@ from helpers import run_child
 from interop.errors import (
     InteropError,
     MalformedError,
+    TooLargeError,
     UnsupportedConversionError,
     ZeroCopyError,
 )
@@ -334,3 +335,44 @@ def test_a_malformed_value_is_an_unsupported_plan_from_explain_and_raises_elsewh
     with pytest.raises(MalformedError) as e:
         interop.to_framework(t, "scipy")
     assert isinstance(e.value, ValueError) and isinstance(e.value, InteropError)
+
+
+# ---- found by the random search (tests/tables/test_sparse_properties.py) -------------------
+def test_a_huge_format_is_refused_before_the_framework_allocates():
+    m = sp.coo_array((np.ones(1), (np.array([5]), np.array([0]))), shape=(2**40, 3))
+    plan = interop.explain(m, "torch", format="csr")
+    assert not plan.supported and plan.error == "memory", plan
+    with pytest.raises(TooLargeError) as e:
+        interop.to_framework(m, "numpy", format="csr")
+    assert isinstance(e.value, MemoryError)
+    t = interop.to_framework(m, "torch", format="csc")
+    assert t.ccol_indices().tolist() == [0, 1, 1, 1]
+
+
+def test_scipy_keeps_coordinates_of_a_dimension_past_int32(jax_cpu):
+    b = js.BCOO((np.ones(2, np.float32), np.array([[481, 2], [42, 0]], np.int32)),
+                shape=(2**34, 4))
+    plan = interop.explain(b, "scipy")
+    s = interop.to_framework(b, "scipy")
+    assert plan.zero_copy and s.coords[0].dtype == np.int32
+    assert s.coords[0].ctypes.data == b.indices.unsafe_buffer_pointer()
+
+
+def test_arrows_dense_form_sums_duplicates_as_its_sparse_forms_do():
+    a = pa.SparseCOOTensor.from_numpy(np.array([1.0, -3.0]), np.array([[2], [2]]), shape=[4])
+    d = interop.to_framework(a, "numpy", format="dense")
+    assert d.tolist() == [0, 0, -2.0, 0]
+    assert densified(interop.to_framework(a, "scipy")).tolist() == d.tolist()
+
+
+def test_format_trusts_no_flag_the_user_set(jax_cpu):
+    coords = np.array([[2, 0], [0, 1]], np.int32)  # unsorted, claimed sorted
+    b = js.BCOO((np.array([1.0, 2.0], np.float32), coords), shape=(3, 3),
+                indices_sorted=True, unique_indices=True)
+    want = np.zeros((3, 3), np.float32)
+    want[2, 0], want[0, 1] = 1.0, 2.0
+    np.testing.assert_array_equal(densified(interop.to_framework(b, "torch", format="csr")),
+                                  want)
+    c = pydata.COO(np.array([[1, 1]]), np.array([1.0, -3.0]), shape=(3,),
+                   has_duplicates=False, sorted=True)  # a duplicate, claimed none
+    assert interop.to_framework(c, "numpy", format="dense").tolist() == [0, -2.0, 0]

@@ -345,7 +345,7 @@ class CompositeAdapter:
     memory available is refused, never attempted."""
     serves: tuple[str, ...] = ()
     """Targets besides :attr:`of` whose values of these layouts it builds (SciPy's sparse
-    arrays are NumPy's sparse values: ``"numpy"``; cupyx's are CuPy's)."""
+    arrays are NumPy's sparse values: ``"numpy"``)."""
     prepare: Callable[[RegistryLike, Parts, CompositeAdapter],
                       tuple[Parts, tuple[Fix, ...]]] | None = None
     """``(registry, parts, the rebuilding kind)`` -> the parts checked (an invalid value

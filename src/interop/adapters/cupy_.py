@@ -155,7 +155,6 @@ SPARSE = sparse.kind(
                                               "complex128"))
            for layout in ("csr", "csc", "coo")},
     reformat=sparse.asformat,
-    serves=("cupy",),
 )
 
 ADAPTERS = (ADAPTER, SPARSE)
