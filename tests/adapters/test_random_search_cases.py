@@ -229,8 +229,10 @@ def test_torch_dtypes_numpy_lacks_with_copy_true_fail_clearly(make, target):
         interop.to_framework(t, target, copy=True)
 
 
-SPARSE_TARGETS = {"jax": "BCOO BCSR", "pyarrow": "SparseCOOTensor SparseCSRMatrix"}
-"""The CPU targets with sparse values of their own (issue 38), and their types."""
+SPARSE_TARGETS = {"jax": "BCOO BCSR", "pyarrow": "SparseCOOTensor SparseCSRMatrix",
+                  "numpy": "coo_array csr_array"}
+"""The CPU targets with sparse values of their own (issue 38), and their types (NumPy's are
+SciPy's, issue 45)."""
 
 
 @pytest.mark.parametrize("layout", ["coo", "csr"])

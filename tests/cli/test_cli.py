@@ -125,7 +125,8 @@ def test_table_has_a_sparse_section_from_live_probes(table):
     assert refused["status"] == "unsupported" and "format=" in refused["reason"]
     widened = cells[("jax BCOO", "torch")]  # int32 coordinates into torch COO: widened only
     assert widened["status"] == "copy" and "coo coords: copied" in widened["reason"]
-    assert "coo data" not in widened["reason"]
+    assert "coo data: copied" not in widened["reason"]  # the values are shared, and named so
+    assert "shared with the source (no copy): coo data" in widened["reason"]
     assert all(c["plan_agrees"] for c in table["sparse"])
     assert cells[("tensorflow SparseTensor", "torch")]["status"] == "not probed"
     from interop.cli.table import markdown, text

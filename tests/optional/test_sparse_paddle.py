@@ -106,3 +106,17 @@ def test_random_sparse_values_to_and_from_paddle(r, other, target, layout, fmt, 
         event("not built")
         return
     event(check(x, r, target, fmt, False))
+
+
+def test_values_paddle_cannot_hold_are_refused_by_all_three_calls(paddle):
+    """paddle's sparse kernels have no bool or int8 (a raw RuntimeError after explain said
+    yes; found by the random search)."""
+    import scipy.sparse as sp
+
+    for dtype in ("bool", "int8"):
+        m = sp.coo_array(np.eye(3, dtype=dtype))
+        plan = interop.explain(m, "paddle")
+        assert not plan.supported and dtype in plan.reasons[0], plan
+        assert not interop.can_convert(m, "paddle")
+        with pytest.raises(UnsupportedConversionError, match=dtype):
+            interop.to_framework(m, "paddle")

@@ -107,3 +107,12 @@ def test_random_sparse_values_to_and_from_tensorflow(r, other, target, fmt, outw
         event("not built")
         return
     event(check(x, r, target, fmt, False))
+
+
+def test_an_unordered_sparse_tensor_densifies_with_duplicates_summed(tf):
+    """TensorFlow's constructor takes indices out of order and repeated; its own to_dense
+    raised InvalidArgumentError on them (found by the random search)."""
+    st_ = tf.sparse.SparseTensor(np.array([[1, 0], [0, 2], [1, 0]], np.int64),
+                                 np.array([1.0, 2.0, 3.0], np.float32), [2, 3])
+    d = interop.to_framework(st_, "numpy", format="dense")
+    assert d.tolist() == [[0, 0, 2.0], [4.0, 0, 0]]

@@ -358,8 +358,15 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
 
 
 def _sparse_reformat(st: Any, layout: str) -> Any:
+    """Densified by ``tf.scatter_nd``, which sums duplicate entries and takes any order
+    (``tf.sparse.to_dense`` raises on indices out of order, which TensorFlow's constructor
+    accepts; found by the random search of sparse values); bools, which it cannot add, by
+    ``to_dense`` of the reordered tensor."""
+    tf = _tf()
     if layout == "dense":
-        return _tf().sparse.to_dense(st)
+        if st.values.dtype == tf.bool:
+            return tf.sparse.to_dense(tf.sparse.reorder(st), validate_indices=False)
+        return tf.scatter_nd(st.indices, st.values, st.dense_shape)
     if layout == "coo":
         return st
     raise UnsupportedConversionError(f"format={layout!r}: TensorFlow has COO sparse tensors "
