@@ -419,3 +419,18 @@ def test_a_dict_with_an_nd_array_to_polars_is_a_polars_array_column_over_its_buf
     assert df["a"].arr.sum().to_list() == [2.0, 2.0]  # polars' own .arr operations
     got = df["b"].to_numpy()
     assert np.array_equal(got, b) and got.ctypes.data == b.ctypes.data
+
+
+def test_a_polars_list_column_in_chunks_with_a_null_item_is_refused_by_explain_too():
+    """Found by the nested search (seed 61409): explain read a stand-in without the items."""
+    import polars as pl
+
+    t = pa.list_(pa.list_(pa.float16(), 2))
+    parts = [pl.from_arrow(pa.array([[]], t)), pl.from_arrow(pa.array([[[0, 1], [4, None]]], t))]
+    s = pl.concat(parts, rechunk=False)
+    assert s.n_chunks() == 2
+    df = pl.DataFrame({"c": s})
+    assert not interop.can_convert(df, "numpy")
+    with pytest.raises(interop.errors.NullsError):
+        interop.to_framework(df, "numpy")
+    assert interop.can_convert(df, "numpy", copy=True)

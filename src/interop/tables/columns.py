@@ -359,7 +359,8 @@ def _prepare_polars(name: Any, s: Any, nulls: str, fill_value: Any, copy: bool |
         prep.reasons.append(f"column {name!r} is split into {s.n_chunks()} chunks; "
                             "Series.to_arrow() joins them (a copy)")
     prep.steps.append(Step("polars", "pyarrow", "Series.to_arrow()", copies=prep.copied))
-    if dry and prep.copied:  # a stand-in of the same type (and nulls) keeps explain copy-free
+    if dry and prep.copied and not nested:  # a stand-in of the same type (and nulls) keeps
+        # explain copy-free; a list column's nulls may lie in its items, which it cannot show
         pa = _pa()
         arr = s.head(0).to_arrow()
         arr = pa.array([None], type=arr.type) if s.null_count() else arr
