@@ -120,3 +120,22 @@ def test_values_paddle_cannot_hold_are_refused_by_all_three_calls(paddle):
         assert not interop.can_convert(m, "paddle")
         with pytest.raises(UnsupportedConversionError, match=dtype):
             interop.to_framework(m, "paddle")
+
+
+def test_a_paddle_coo_with_duplicates_densifies_them_summed(paddle):
+    """paddle's to_dense keeps one of duplicate entries (found by the random search)."""
+    x = paddle.sparse.sparse_coo_tensor(paddle.to_tensor(np.array([[0, 0, 0, 0]])),
+                                        paddle.to_tensor(np.array([0, 0, 1, 0], np.float32)),
+                                        [1])
+    assert interop.to_framework(x, "torch", format="dense").tolist() == [1.0]
+
+
+def test_a_shape_past_int32_is_refused_for_paddle(paddle):
+    """paddle's shapes are int32 (a raw IndexError; found by the random search)."""
+    import scipy.sparse as sp
+
+    m = sp.coo_array((np.ones(1, np.float32), (np.array([5]), np.array([0]))),
+                     shape=(2**34, 3))
+    assert not interop.can_convert(m, "paddle")
+    with pytest.raises(UnsupportedConversionError, match="dimensions up to"):
+        interop.to_framework(m, "paddle")

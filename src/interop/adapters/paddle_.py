@@ -277,6 +277,11 @@ def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
 
 
 def _sparse_reformat(t: Any, layout: str) -> Any:
+    """``t`` in ``layout`` by paddle's own calls, a COO tensor coalesced first: its dense
+    form overwrites a duplicate entry where every other form sums it (found by the random
+    search of sparse values)."""
+    if t.is_sparse_coo():
+        t = t.coalesce()
     if layout == "dense":
         return t.to_dense()
     if layout == "coo":
@@ -304,8 +309,10 @@ SPARSE = sparse.kind(
     of="paddle",
     layouts=("csr", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, empty=False,
-                               canonical=True, strided=False, data_dtypes=_PADDLE_DTYPES),
-           "csr": sparse.Needs(canonical=True, batched=True, data_dtypes=_PADDLE_DTYPES)},
+                               canonical=True, strided=False, data_dtypes=_PADDLE_DTYPES,
+                               max_dim=2**31 - 1),
+           "csr": sparse.Needs(canonical=True, batched=True, data_dtypes=_PADDLE_DTYPES,
+                               max_dim=2**31 - 1)},
     reformat=_sparse_reformat,
     within=True,
 )

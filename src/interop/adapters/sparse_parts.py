@@ -67,6 +67,8 @@ class Needs:
     """It builds a value with no stored entries (Arrow's COO tensor refuses an empty index)."""
     data_dtypes: tuple[str, ...] | None = None
     """The value dtypes it holds (``None``: any its dense arrays hold)."""
+    max_dim: int | None = None
+    """The longest dimension its shapes hold (paddle's are int32); ``None``: any."""
 
 
 def kind(**fields: Any) -> CompositeAdapter:
@@ -207,6 +209,10 @@ def _refuse_unbuildable(reg: Any, parts: Parts, builder: Any, needs: Needs) -> N
             f"{builder.of} builds {parts.layout} values of "
             f"{' or '.join(map(str, needs.ndims))} dimensions; this one has shape {dims}: "
             "format= another layout, or format='dense'")
+    if needs.max_dim is not None and any(int(n) > needs.max_dim for n in dims):
+        raise UnsupportedConversionError(
+            f"{builder.of} holds shapes of dimensions up to {needs.max_dim}; this one has "
+            f"shape {dims}")
     if needs.data_dtypes is not None:
         name = _dtype_name(_host(reg, parts.array("data")[:0]).dtype)
         if name not in needs.data_dtypes:
