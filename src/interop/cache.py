@@ -19,12 +19,15 @@ class PlanCache:
     copy)``; a plan kept under a framework's name is kept under each name it was asked by
     too (aliases share plans)."""
 
-    __slots__ = ("_plain", "_other", "_structures")
+    __slots__ = ("_plain", "_other", "_structures", "composites")
 
     def __init__(self) -> None:
         self._plain: dict[str, dict[type, Convert]] = {}
         self._other: dict[tuple, Convert] = {}
         self._structures: dict[tuple, list[Convert]] = {}
+        self.composites: dict[tuple, Convert] = {}
+        """The plans of composite kinds within a framework's array type (torch's sparse
+        tensors, pyarrow's chunked list columns), per ``(kind, target, device, copy)``."""
 
     @property
     def plain(self) -> dict[str, dict[type, Convert]]:
@@ -78,6 +81,7 @@ class PlanCache:
         self._plain.clear()
         self._other.clear()
         self._structures.clear()
+        self.composites.clear()
 
     def items(self) -> dict[tuple, Convert]:
         """Every plan kept but the structures', as ``{(source type, target as asked, device,

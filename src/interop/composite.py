@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .adapters.base import CompositeAdapter, Fix, Parts
+from .adapters.base import CompositeAdapter, Fix, Parts, RegistryLike
 from .errors import (
     InteropError,
     MalformedError,
@@ -39,7 +39,7 @@ FORMAT = "format"
 
 
 def take(adapter: CompositeAdapter, x: Any, options: dict[str, Any] | None,
-         reg: Any = None) -> Parts:
+         reg: RegistryLike = None) -> Parts:
     """``x`` taken apart, with the call's options where the kind declares them (any other
     option is refused)."""
     opts = dict(options or {})
@@ -61,7 +61,7 @@ def blocked(adapter: CompositeAdapter, parts: Parts, copy: bool | None) -> str |
     return None
 
 
-def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool | None,
+def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool | None,
          stream: Any, options: dict[str, Any] | None) -> Convert:
     """The converter of ``adapter``'s values to ``tgt``."""
     opts = dict(options or {})
@@ -83,15 +83,35 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
             and not opts):
         return _itself
 
+    builders: dict[str, CompositeAdapter] = {}  # per layout: what the decision read
+    leaves: dict[tuple[Any, type, str], Convert] = {}  # per role and array type: its kept plan
+
+    def leaf(role: Any, a: Any, dense: str) -> Any:
+        fn = leaves.get((role, type(a), dense))
+        if fn is None:
+            fn = reg.leaf_plan(a, dense, device, copy, stream)
+            leaves[(role, type(a), dense)] = fn
+        return fn(a)
+
+    fast: list[Convert] = []  # the fast form, made from the first value the walk converts
+
     def by_parts(x: Any) -> Any:
+        if fast:
+            return fast[0](x)
+        return walk(x)
+
+    def walk(x: Any) -> Any:
         parts = _checked(reg, adapter, take(adapter, x, opts, reg))
         if fmt is not None and fmt != parts.layout:
             again = _reformat(reg, adapter, x, parts, fmt, copy)
             return reg.convert(again, tgt, copy=copy, device=device, stream=stream)
-        why = blocked(adapter, parts, copy)
-        if why is not None:
-            raise (NullsError if parts.nulls and copy is not True else ZeroCopyError)(why)
-        builder = _builder(reg, adapter, parts, tgt)
+        if parts.nulls or parts.copied:
+            why = blocked(adapter, parts, copy)
+            if why is not None:
+                raise (NullsError if parts.nulls and copy is not True else ZeroCopyError)(why)
+        builder = builders.get(parts.layout)
+        if builder is None:
+            builder = builders[parts.layout] = _builder(reg, adapter, parts, tgt)
         parts, fixes = _prepared(reg, adapter, parts, builder)
         if fixes and copy is False:
             raise ZeroCopyError(f"{adapter.name} -> {tgt}: copy=False, but "
@@ -99,18 +119,43 @@ def plan(reg: Any, adapter: CompositeAdapter, tgt: str, device: Any, copy: bool 
         for f in fixes:
             parts = f.apply(parts)
         dense = builder.dense or builder.of or tgt
-        return builder.rebuild(reg, parts.with_arrays(tuple(  # type: ignore[misc]
-            (role, reg.convert(a, dense, copy=copy, device=device, stream=stream))
-            for role, a in parts.arrays)), tgt)
+        made = builder.rebuild(reg, parts.with_arrays(tuple(  # type: ignore[misc]
+            (role, leaf(role, a, dense)) for role, a in parts.arrays)), tgt)
+        if (not fast and adapter.reader is not None and fmt is None and builder is adapter
+                and not fixes and not parts.copied and not parts.nulls):
+            read = adapter.reader(x)
+            if read is not None:
+                fast.append(_fast(reg, read, parts, builder, tgt, dense, leaf, walk))
+        return made
 
     return by_parts
+
+
+def _fast(reg: RegistryLike, read: Callable[[Any], Any], parts: Parts, builder: CompositeAdapter,
+          tgt: str, dense: str, leaf: Callable[..., Any], walk: Convert) -> Convert:
+    """The fast form of a composite plan: the kind's reader (:attr:`CompositeAdapter.reader`)
+    hands a value's arrays, each goes by its kept dense plan, and the kind rebuilds them over
+    the layout and meta of the value the reader was made from; a value the reader declines
+    takes the full walk."""
+    roles = tuple(r for r, _ in parts.arrays)
+    rebuild = builder.rebuild
+    assert rebuild is not None
+
+    def run(x: Any) -> Any:
+        got = read(x)
+        if got is None:
+            return walk(x)
+        return rebuild(reg, parts.with_arrays(tuple(
+            (role, leaf(role, a, dense)) for role, a in zip(roles, got))), tgt)
+
+    return run
 
 
 def _itself(x: Any) -> Any:
     return x
 
 
-def explain(reg: Any, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
+def explain(reg: RegistryLike, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
             copy: bool | None, options: dict[str, Any] | None) -> Any:
     """The plan of ``x`` to ``tgt``: the kind's own, or its parts'
     (:func:`interop.plan.of_parts`), after the format change and the fixes its parts need."""
@@ -190,7 +235,7 @@ def _shared(layout: str, plans: list[tuple[Any, Any]], fixes: tuple[Fix, ...]) -
     return (f"{SHARED}{layout} {', '.join(roles)}",) if roles else ()
 
 
-def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:
+def _format(reg: RegistryLike, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:
     """The ``format=`` asked, taken out of ``opts`` (``None``: keep the layout); refused for
     a kind that cannot change its layout."""
     if FORMAT not in opts:
@@ -205,13 +250,13 @@ def _format(reg: Any, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | 
     return fmt
 
 
-def _checked(reg: Any, adapter: CompositeAdapter, parts: Parts) -> Parts:
+def _checked(reg: RegistryLike, adapter: CompositeAdapter, parts: Parts) -> Parts:
     """``parts`` checked by the kind's :attr:`~CompositeAdapter.check` (a broken value raises
     before any framework call, its own layout change included)."""
     return parts if adapter.check is None else adapter.check(reg, parts)
 
 
-def _reformat(reg: Any, adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str,
+def _reformat(reg: RegistryLike, adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str,
               copy: bool | None) -> Any:
     """``x`` in layout ``fmt``, of buffers of its own: a buffer the framework's call kept
     (JAX's ``BCSR.to_bcoo()`` keeps the values, pyarrow's ``to_scipy()`` its immutable
@@ -228,7 +273,7 @@ def _reformat(reg: Any, adapter: CompositeAdapter, x: Any, parts: Parts, fmt: st
     return reg.convert(again, home, copy=True)
 
 
-def _kept(reg: Any, parts: Parts, again: Any) -> bool:
+def _kept(reg: RegistryLike, parts: Parts, again: Any) -> bool:
     """Whether ``again`` (the framework's layout change of the value of ``parts``) holds any
     of their buffers, by the buffers' addresses."""
     kind = reg.composite(again)
@@ -238,7 +283,7 @@ def _kept(reg: Any, parts: Parts, again: Any) -> bool:
                for b0, b1 in mine)
 
 
-def _extents(reg: Any, a: Any) -> list[tuple[int, int]]:
+def _extents(reg: RegistryLike, a: Any) -> list[tuple[int, int]]:
     """The byte range of the dense array ``a`` (none where it has no readable buffer or no
     bytes)."""
     adapter = reg.adapters[reg.owner(a)]
@@ -290,7 +335,8 @@ def _available_memory() -> float:
         return float("inf")
 
 
-def _builder(reg: Any, adapter: CompositeAdapter, parts: Parts, tgt: str) -> CompositeAdapter:
+def _builder(reg: RegistryLike, adapter: CompositeAdapter, parts: Parts,
+             tgt: str) -> CompositeAdapter:
     """The kind whose rebuild makes ``parts`` on ``tgt``: the target framework's kind of the
     same layout, or, for a kind of no framework, the kind itself."""
     assert adapter.rebuild is not None or adapter.of, adapter.name
@@ -308,7 +354,7 @@ def _builder(reg: Any, adapter: CompositeAdapter, parts: Parts, tgt: str) -> Com
         + f"; interop changes a layout only when asked: {fix}")
 
 
-def _prepared(reg: Any, adapter: CompositeAdapter, parts: Parts,
+def _prepared(reg: RegistryLike, adapter: CompositeAdapter, parts: Parts,
               builder: CompositeAdapter) -> tuple[Parts, tuple[Fix, ...]]:
     if adapter.prepare is None:
         return parts, ()

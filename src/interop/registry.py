@@ -45,9 +45,10 @@ class Registry:
         self._lock = threading.RLock()
         self.builders: dict[tuple[str, str], CompositeAdapter] = {}
         """The composite kind that builds values of ``(framework, layout)``."""
-        self.within: dict[str, CompositeAdapter] = {}
-        """The composite kind of each framework whose values of several buffers share its
-        arrays' type (torch's sparse tensors, pyarrow's chunked list columns)."""
+        self.within: dict[str, list[CompositeAdapter]] = {}
+        """The composite kinds of each framework whose values of several buffers share its
+        arrays' type (torch's sparse tensors, pyarrow's chunked list columns), in the order
+        registered: each tells its values apart (:meth:`inner`)."""
         self.convert = _converter(self)
         """``to_framework`` on this registry."""
 
@@ -69,7 +70,8 @@ class Registry:
                     for served in adapter.serves:  # (a framework's own kind comes first)
                         self.builders.setdefault((served, layout), adapter)
                 if adapter.within:
-                    self.within[adapter.of or adapter.home] = adapter
+                    kinds = self.within.setdefault(adapter.of or adapter.home, [])
+                    kinds[:] = [k for k in kinds if k.name != adapter.name] + [adapter]
             self._changed()
 
     def add_edge(self, edge: Edge) -> None:
@@ -141,8 +143,15 @@ class Registry:
         adapter = self.adapters[name]
         if isinstance(adapter, CompositeAdapter):
             return adapter
-        inner = self.within.get(name)
-        return inner if inner is not None and inner.is_value(x) else None
+        return self.inner(name, x)
+
+    def inner(self, name: str, x: Any) -> CompositeAdapter | None:
+        """The composite kind :attr:`within` framework ``name`` that ``x`` is a value of (a
+        torch sparse tensor: torch's sparse kind), or ``None`` (an array of ``name``)."""
+        for kind in self.within.get(name, ()):
+            if kind.is_value(x):
+                return kind
+        return None
 
     def builder(self, target: str, layout: str) -> CompositeAdapter | None:
         """The kind that builds ``layout`` values of framework ``target``, if any."""
@@ -172,7 +181,11 @@ class Registry:
             if route.kind == STRUCTURE:
                 fn = route.adapter.plan(self, x, target, tgt, device, copy, stream, options)
             elif route.kind == COMPOSITE:
-                fn = composite.plan(self, route.adapter, tgt, device, copy, stream, options)
+                fn = self.composite_plan(route.adapter, tgt, device, copy, stream, options)
+                if kept is False and route.adapter.within and stream is None and not options \
+                        and getattr(self.adapters[route.source], "refuse", None) is None:
+                    fn = self._within_entry(route.adapter, fn, x, target, device, copy)
+                    self.cache.keep(type(x), target, tgt, device, copy, fn)
             else:
                 tp = type(x)
 
@@ -183,6 +196,35 @@ class Registry:
             if kept:
                 self.cache.keep(type(x), target, tgt, device, copy, fn)
             return fn
+
+    def composite_plan(self, adapter: CompositeAdapter, tgt: str, device: Any,
+                       copy: bool | None, stream: Any, options: dict[str, Any] | None) -> Convert:
+        """The plan of ``adapter``'s values to ``tgt`` (:func:`interop.composite.plan`); kept
+        per kind (and ``device``, ``copy``) for a kind :attr:`within` a framework's array type,
+        whose plans are not kept per type (that type's other values take other plans)."""
+        if not adapter.within or stream is not None or options:
+            return composite.plan(self, adapter, tgt, device, copy, stream, options)
+        key = (adapter.name, tgt, device, copy)
+        fn = self.cache.composites.get(key)
+        if fn is None:
+            fn = composite.plan(self, adapter, tgt, device, copy, None, None)
+            self.cache.composites[key] = fn
+        return fn
+
+    def _within_entry(self, inner: CompositeAdapter, fn: Convert, x: Any, target: str,
+                      device: Any, copy: bool | None) -> Convert:
+        """What is kept for ``type(x)`` when its first value was of the kind ``inner`` within
+        its framework: ``fn`` for the values ``inner`` tells apart, a planned call for the
+        others (whose own plan, once made, replaces this one and diverts the kind's values
+        back to ``fn``: :func:`_splitting`)."""
+        several = inner.is_value
+
+        def entry(v: Any) -> Any:
+            if several(v):
+                return fn(v)
+            return self.plan_for(v, target, device, copy, None)(v)
+
+        return entry
 
     def leaf_plan(self, x: Any, target: str, device: Any, copy: bool | None,
                   stream: Any, options: dict[str, Any] | None = None) -> Convert:
@@ -223,15 +265,20 @@ def _splitting(reg: Registry) -> Callable[[Any, bool | None], Split | None]:
     whose values of several buffers share its arrays' type (torch's sparse tensors), which
     values those are and the plan they take instead (their composite route)."""
     def split(route: Any, copy: bool | None) -> Split | None:
-        inner = reg.within.get(route.source)
-        if inner is None:
+        kinds = reg.within.get(route.source)
+        if not kinds:
             return None
-        target, device = route.target, route.device
+        source, target, device = route.source, route.target, route.device
 
         def divert(x: Any) -> Any:
-            return reg.plan_for(x, target, device, copy, None)(x)
+            kind = reg.inner(source, x)
+            assert kind is not None
+            return reg.composite_plan(kind, target, device, copy, None, None)(x)
 
-        return inner.is_value, divert
+        if len(kinds) == 1:
+            return kinds[0].is_value, divert
+        tests = tuple(k.is_value for k in kinds)
+        return (lambda x: any(t(x) for t in tests)), divert
 
     return split
 

@@ -107,8 +107,8 @@ def decide(reg: Any, x: Any, target: str, device: Any = None, copy: bool | None 
         return Route(src, tgt, STRUCTURE, adapter, device=device)
     if isinstance(adapter, CompositeAdapter):
         return Route(src, tgt, COMPOSITE, adapter, device=device)
-    inner = reg.within.get(src)
-    if inner is not None and inner.is_value(x):  # a sparse torch tensor
+    inner = reg.inner(src, x)
+    if inner is not None:  # a sparse torch tensor, a chunked list column
         return Route(inner.name, tgt, COMPOSITE, inner, device=device)
     if options:
         raise no_options(reg, src, options)

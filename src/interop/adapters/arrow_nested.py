@@ -27,6 +27,7 @@ from ..errors import InteropError, MalformedError, NullsError, UnsupportedConver
 from ..memo import arrow_type_key, extension_name, memo_by
 from ..view import BufferView
 from .base import CompositeAdapter, Parts, assembly, instance_test
+from .ragged import Jagged, check_offsets, describe_jagged, rebuild_jagged
 
 RAGGED = (None, "offsets", "list", "pad")
 """The values of ``ragged=``."""
@@ -40,6 +41,10 @@ def _pa() -> Any:
 
 
 def _np() -> Any:
+    return sys.modules.get("numpy") or _import_numpy()
+
+
+def _import_numpy() -> Any:
     import numpy as np
 
     return np
@@ -73,27 +78,44 @@ def numeric_items(t: Any) -> bool:
 
 
 # ---- the dense part: fixed_size_list levels over a leaf buffer --------------------------
+_IDS: dict[str, Any] = {}
+
+
+def _ids() -> dict[str, Any]:
+    """Arrow's type ids read here, once: ``fsl`` (``fixed_size_list``) and ``leaf`` (the id of
+    each type of fixed-width numbers, one type per id, to its NumPy dtype)."""
+    if not _IDS:
+        pa, np = _pa(), _np()
+        _IDS["fsl"] = pa.lib.Type_FIXED_SIZE_LIST
+        _IDS["leaf"] = {t.id: np.dtype(t.to_pandas_dtype()) for t in (
+            pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
+            pa.uint32(), pa.uint64(), pa.float16(), pa.float32(), pa.float64())}
+    return _IDS
+
+
 def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
     """Rows ``[lo, lo + count)`` of ``arr`` (a fixed-width array or ``fixed_size_list``
     levels over one) as one N-D NumPy array ``(count, d1, ...)``: a read-only view of the
     leaf buffer, or, where a level holds nulls, a copy with NaN in their slots (``True``
     then). Integers with nulls raise :class:`NullsError`."""
-    np, types = _np(), _pa().types
+    np, ids = _np(), _IDS or _ids()
+    fsl = ids["fsl"]
     dims: list[int] = []
     levels: list[tuple[Any, int, int]] = []
     cur, start, n = arr, lo, count
-    while types.is_fixed_size_list(cur.type):
-        d = cur.type.list_size
+    t = cur.type
+    while t.id == fsl:
+        d = t.list_size
         levels.append((cur, start, n))
         dims.append(d)
         start, n = (cur.offset + start) * d, n * d
         cur = cur.values
-    t = cur.type
-    if not (types.is_integer(t) or types.is_floating(t)):
+        t = cur.type
+    dtype = ids["leaf"].get(t.id)
+    if dtype is None:
         raise UnsupportedConversionError(
             f"{describe_value(arr)}: its items are {t}, not fixed-width numbers; cast them "
             "first (pyarrow.compute.cast) or leave the column out (columns=)")
-    dtype = np.dtype(t.to_pandas_dtype())
     levels.append((cur, start, n))
     buf = cur.buffers()[1]
     if buf is not None and not buf.is_cpu:
@@ -104,13 +126,19 @@ def _dense(arr: Any, lo: int, count: int) -> tuple[Any, bool]:
                 "buffer cannot represent them)")
         return DeviceRows(arr, buf, dtype, (cur.offset + start) * dtype.itemsize,
                           (count, *dims)), False
-    nulls = any(a.slice(s, k).null_count for a, s, k in levels if k)
+    # a level without nulls anywhere holds none in the rows' range (null_count is kept by
+    # Arrow); only a level holding some is sliced to count those in range
+    nulls = False
+    for a, s, k in levels:
+        if k and a.null_count and a.slice(s, k).null_count:
+            nulls = True
+            break
     if not nulls:
         flat = (np.frombuffer(buf, dtype, n, (cur.offset + start) * dtype.itemsize)
                 if n else np.empty(0, dtype))
         flat.flags.writeable = False  # Arrow's memory is immutable
         return flat.reshape(count, *dims), False
-    if not types.is_floating(t):
+    if not _pa().types.is_floating(t):
         raise NullsError(f"{describe_value(arr)} holds nulls and its items ({t}) have no NaN "
                          "to stand for them: fill them first (pyarrow.compute.fill_null)")
     flat = cur.slice(start, n).to_numpy(zero_copy_only=False).copy()
@@ -159,7 +187,7 @@ def _nulls_why(x: Any) -> str:
 # ---- the kinds ------------------------------------------------------------------------------
 def _fixed(x: Any) -> Parts:
     values, nulls = _dense(x, 0, len(x))
-    return Parts("tensor", (("values", values),), (("type", str(x.type)), ("levels", True)),
+    return Parts("tensor", (("values", values),), (("type", x.type), ("levels", True)),
                  nulls=_nulls_why(x) if nulls else "")
 
 
@@ -168,7 +196,7 @@ def _tensor(x: Any) -> Parts:
     values, nulls = _dense(x.storage, 0, len(x))
     values = values.reshape(len(x), *t.shape)
     perm = list(t.permutation or range(len(t.shape)))
-    meta: list[tuple[str, Any]] = [("type", str(t))]
+    meta: list[tuple[str, Any]] = [("type", t)]
     if perm != sorted(perm):
         values = values.transpose(0, *(p + 1 for p in perm))
         meta.append(("permutation", perm))
@@ -176,6 +204,50 @@ def _tensor(x: Any) -> Parts:
         meta.append(("dim_names", list(t.dim_names)))
     return Parts("tensor", (("values", values),), tuple(meta),
                  nulls=_nulls_why(x) if nulls else "")
+
+
+def reader(x: Any) -> Any:
+    """The fast reader of values of ``x``'s kind
+    (:attr:`~interop.adapters.base.CompositeAdapter.reader`): for a ``fixed_size_list`` (any
+    depth) or a tensor without permutation of fixed-width numbers, the one N-D view of a value
+    of the same Arrow type with rows, no nulls at any level (any held anywhere: the full walk)
+    and its leaf buffer in host memory, as :func:`parts` reads it; ``None`` for a list type."""
+    ids = _IDS or _ids()
+    t = x.type
+    tensor = extension_name(t) == TENSOR
+    if tensor and list(t.permutation or range(len(t.shape))) != list(range(len(t.shape))):
+        return None
+    s = t.storage_type if tensor else t
+    dims: list[int] = []
+    while s.id == ids["fsl"]:
+        dims.append(s.list_size)
+        s = s.value_type
+    dtype = ids["leaf"].get(s.id)
+    if not dims or dtype is None:
+        return None
+    shape = tuple(t.shape) if tensor else tuple(dims)
+    size, itemsize, np = 1, dtype.itemsize, _np()
+    for d in dims:
+        size *= d
+
+    def read(v: Any) -> tuple[Any, ...] | None:
+        n = len(v)
+        if not n or v.type != t:
+            return None
+        cur, start = (v.storage if tensor else v), 0
+        for d in dims:
+            if cur.null_count:
+                return None
+            start = (cur.offset + start) * d
+            cur = cur.values
+        buf = cur.buffers()[1]
+        if cur.null_count or buf is None or not buf.is_cpu:
+            return None
+        flat = np.frombuffer(buf, dtype, n * size, (cur.offset + start) * itemsize)
+        flat.flags.writeable = False  # Arrow's memory is immutable
+        return (flat.reshape(n, *shape),)
+
+    return read
 
 
 def _bounds(x: Any) -> tuple[Any, Any, Any]:
@@ -202,8 +274,6 @@ def _bounds(x: Any) -> tuple[Any, Any, Any]:
 
 def _offsets(x: Any) -> Any:
     """The offsets of a list array (a view of Arrow's), checked against its items."""
-    from .ragged import check_offsets
-
     offs = x.offsets.to_numpy()
     check_offsets(offs, len(x.values), describe_value(x))
     return offs
@@ -243,7 +313,7 @@ def _ragged(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
                            "to start at 0 (a copy of the offsets; the values are not copied)")
     if ragged != "list":  # per-row views read the offsets on the host, hand none over
         copied += rebased
-    meta: tuple[tuple[str, Any], ...] = (("type", str(x.type)), ("ragged", ragged),
+    meta: tuple[tuple[str, Any], ...] = (("type", x.type), ("ragged", ragged),
                                          ("offsets", offsets))
     if ragged == "pad":
         return _padded(x, values, offsets, fill_value, meta, copied, nulls)
@@ -373,8 +443,6 @@ def buffers(x: Any) -> list[BufferView]:
 
 # ---- rebuilding on the target side -------------------------------------------------------
 def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
-    from .ragged import Jagged, rebuild_jagged
-
     arrays, meta = dict(p.arrays), dict(p.meta)
     if p.layout == "tensor":
         made = assembly(reg, tgt, "tensor")  # a framework with a tensor type keeps its kind
@@ -390,8 +458,6 @@ def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
 
 
 def describe(reg: Any, p: Parts, tgt: str) -> str:
-    from .ragged import describe_jagged
-
     arrays, meta = dict(p.arrays), dict(p.meta)
     v = arrays["values"]
     if p.layout == "tensor":
@@ -422,6 +488,7 @@ ARROW_NESTED = CompositeAdapter(
     describe=describe,
     options=OPTIONS,
     home="pyarrow",
+    reader=reader,
 )
 """Arrow's ``fixed_size_list``, ``fixed_shape_tensor``, ``list``, ``large_list`` and
 ``list_view`` arrays (detected before the pyarrow arrays of one buffer)."""

@@ -12,7 +12,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..memo import ARROW_TYPE_ID, memo, memo_by  # noqa: F401 - for the adapters
 from ..protocols import dlpack
@@ -46,6 +46,40 @@ def _no_gpu() -> bool:
 
 def _no_edges() -> list[Edge]:
     return []
+
+
+@runtime_checkable
+class RegistryLike(Protocol):
+    """What an adapter, a composite kind or a table module may use of the registry it is
+    handed (the ``Registry`` of ``interop.registry`` is one; nothing below it imports
+    it)."""
+
+    adapters: dict[str, Any]
+    """The adapters by name."""
+
+    def convert(self, x: Any, target: str, *, device: Any = None, copy: bool | None = None,
+                stream: Any = None, **options: Any) -> Any:
+        """``to_framework`` on this registry."""
+
+    def explain(self, x: Any, target: str, device: Any = None, copy: bool | None = None,
+                options: dict[str, Any] | None = None, stream: Any = None) -> Plan:
+        """``explain`` on this registry."""
+
+    def owner(self, x: Any) -> str:
+        """The name of the adapter owning ``x``."""
+
+    def composite(self, x: Any) -> CompositeAdapter | None:
+        """The composite kind of ``x``, if any."""
+
+    def builder(self, target: str, layout: str) -> CompositeAdapter | None:
+        """The kind that builds ``layout`` values of framework ``target``."""
+
+    def layouts(self, target: str) -> list[str]:
+        """The layouts ``target`` builds composite values of."""
+
+    def leaf_plan(self, x: Any, target: str, device: Any, copy: bool | None, stream: Any,
+                  options: dict[str, Any] | None = None) -> Callable[[Any], Any]:
+        """The kept plan for values of ``type(x)`` (its fast form), or a call planning each."""
 
 
 @record
@@ -198,11 +232,28 @@ class Parts:
         return Parts(self.layout, new, (*old, *meta.items()))
 
     def array(self, role: Any) -> Any:
-        return dict(self.arrays)[role]
+        for r, a in self.arrays:
+            if r == role:
+                return a
+        raise KeyError(role)
 
     def get(self, key: str, default: Any = None) -> Any:
-        """The meta value of ``key``."""
-        return dict(self.meta).get(key, default)
+        """The meta value of ``key`` (the last given, as a dict of the pairs would say)."""
+        found = default
+        for k, v in self.meta:
+            if k == key:
+                found = v
+        return found
+
+
+def _parts_init(self: Parts, layout: str, arrays: tuple[tuple[Any, Any], ...],
+                meta: tuple[tuple[str, Any], ...] = (), copied: tuple[str, ...] = (),
+                nulls: str = "") -> None:
+    self.__dict__.update(layout=layout, arrays=arrays, meta=meta, copied=copied, nulls=nulls)
+
+
+Parts.__init__ = _parts_init  # type: ignore[method-assign]  # built on every call: written out
+# (the record's shared __init__ reads its field list per call)
 
 
 @record(frozen=True)
@@ -240,7 +291,7 @@ class CompositeAdapter:
     buffers: Callable[[Any], list[BufferView]] | None = None
     """Every buffer the value occupies, for :func:`interop.shares_memory`, where taking it
     apart may copy a part (rebased offsets); ``None``: its parts are views of all of it."""
-    rebuild: Callable[[Any, Parts, str], Any] | None = None
+    rebuild: Callable[[RegistryLike, Parts, str], Any] | None = None
     """``(registry, converted parts, target)`` -> the value on the target side."""
     convert: Callable[..., Any] | None = None
     """``(registry, x, target, copy=, device=, **options)`` -> the converted value, for a
@@ -261,9 +312,11 @@ class CompositeAdapter:
     """The options ``convert`` (or ``parts``) takes (``None``: the table options,
     :data:`interop.names.TABLE_OPTIONS`); a structure hands each leaf those it takes."""
     home: str = ""
-    """The framework whose values these are: converted to it without ``copy=True``, a value
-    stays itself."""
-    describe: Callable[[Any, Parts, str], str] | None = None
+    """The framework a value of this kind already is a value of, for the identity only:
+    converted to it without ``copy=True``, ``device=`` or options, the value is returned as it
+    is (Arrow's list columns: ``"pyarrow"``). Unlike :attr:`of`, it names no builder: the
+    kind's own :attr:`rebuild` makes every other target's value."""
+    describe: Callable[[RegistryLike, Parts, str], str] | None = None
     """``(registry, parts, target)`` -> the line ``explain`` gives on what the parts form and
     what the target receives (a shape, dimension names, the call rebuilding it)."""
     stream: bool = False
@@ -282,7 +335,7 @@ class CompositeAdapter:
     needs: Any = None
     """What :attr:`rebuild` requires of its parts, by layout (index dtypes, sorted
     indices ...), read by a source's :attr:`prepare`."""
-    check: Callable[[Any, Parts], Parts] | None = None
+    check: Callable[[RegistryLike, Parts], Parts] | None = None
     """``(registry, parts)`` -> the parts checked (an invalid value raises
     :class:`~interop.errors.MalformedError`), before any framework call on the value (its own
     layout change, ``format=``, included); ``None``: nothing to check."""
@@ -293,13 +346,21 @@ class CompositeAdapter:
     serves: tuple[str, ...] = ()
     """Targets besides :attr:`of` whose values of these layouts it builds (SciPy's sparse
     arrays are NumPy's sparse values: ``"numpy"``)."""
-    prepare: Callable[[Any, Parts, CompositeAdapter], tuple[Parts, tuple[Fix, ...]]] | None = None
+    prepare: Callable[[RegistryLike, Parts, CompositeAdapter],
+                      tuple[Parts, tuple[Fix, ...]]] | None = None
     """``(registry, parts, the rebuilding kind)`` -> the parts checked (an invalid value
     raises) and described as the rebuilding side reads them, and the :class:`Fix` es its
     :attr:`needs` ask for; ``None``: the parts go as they are."""
     reformat: Callable[[Any, str], Any] | None = None
     """``(value, layout)`` -> the value in another layout by its framework's own call (the
     ``format=`` option; ``"dense"``: a dense array); ``None``: it has one layout."""
+    reader: Callable[[Any], Callable[[Any], tuple[Any, ...] | None] | None] | None = None
+    """``(value)`` -> the fast reader of values of the value's kind, decided once from it (its
+    type, layout, dtypes, shape parameters): per call, a value's arrays in the order of its
+    parts' roles, read as :attr:`parts` reads them, where the parts' layout and meta are the
+    value's it was made from; ``None`` for any other value (another type, nulls, a copy to
+    take it apart, a device), which the full walk then takes. ``None``: no fast reader (a
+    kind whose parts' meta changes per value: a shape, offsets)."""
     within: bool = False
     """Its values are values of :attr:`of`'s (else :attr:`home`'s) own type (a torch sparse
     tensor is a ``torch.Tensor``, a chunked list column a pyarrow ``ChunkedArray``): that

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import MalformedError
 from .base import Parts, assembly
+from .index_kernel import offsets_ok
 
 
 class Jagged:
@@ -38,6 +39,8 @@ def check_offsets(offsets: Any, items: int, what: str) -> None:
     below 0 or past ``items``, never decreasing. Checked, never trusted (as sparse index
     pointers are): a framework handed bad offsets reads past its values, or builds a value
     that fails later."""
+    if offsets_ok(offsets, items):  # one compiled pass (index_kernel), where it runs
+        return
     shape = tuple(getattr(offsets, "shape", ()))
     kind = str(getattr(offsets, "dtype", ""))
     if len(shape) != 1 or not shape[0] or "int" not in kind:

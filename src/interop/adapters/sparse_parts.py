@@ -28,8 +28,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import FrameworkMissingError, MalformedError, UnsupportedConversionError
+from ..memo import memo
 from ..record import record
 from .base import CompositeAdapter, Fix, Parts, module
+from .index_kernel import check_csr
 
 COMPRESSED = {"csr": -2, "csc": -1, "bsr": -2}
 """The compressed layouts, and the axis of the shape their ``indptr`` runs over."""
@@ -218,7 +220,7 @@ def _refuse_unbuildable(reg: Any, parts: Parts, builder: Any, needs: Needs) -> N
             f"{builder.of} holds shapes of dimensions up to {needs.max_dim}; this one has "
             f"shape {dims}")
     if needs.data_dtypes is not None:
-        name = _local(reg, parts.array("data")[:0]).dtype.name
+        name = _dtype_name(_local(reg, parts.array("data")[:0]).dtype)
         if name not in needs.data_dtypes:
             raise UnsupportedConversionError(
                 f"{builder.of} holds sparse values of {', '.join(needs.data_dtypes)} only, "
@@ -285,6 +287,10 @@ def _check_compressed(np: Any, layout: str, dims: tuple[int, ...], data: Any, in
             layout == "bsr" and data.shape[0] != nnz):
         raise MalformedError(f"the {what} has {nnz} indices per matrix but data of shape "
                              f"{tuple(data.shape)}")
+    if not batch:  # one pass, compiled (index_kernel), where it runs; a fault: named below
+        found = check_csr(indptr, indices, cols)
+        if found is not None:
+            return found[0], max(found[1], nnz), False
     # a batch's matrices may hold fewer entries than its nnz, padded after (JAX's BCSR)
     ends = ptr[:, -1] if ptr.size else ptr.reshape(-1)
     wrong = np.flatnonzero((ends != nnz) if not batch else (ends > nnz))
@@ -365,6 +371,10 @@ def _linear(np: Any, coords: Any, dims: tuple[int, ...]) -> Any:
     return np.ravel_multi_index(tuple(coords.astype(np.intp, copy=False)), dims)
 
 
+_dtype_name = memo(lambda d: d.name)
+"""A NumPy dtype's name (NumPy computes it in Python on each read)."""
+
+
 # ---- fixes -------------------------------------------------------------------------------
 def _compact(a: Any) -> bool:
     """Whether ``a`` is laid out row-major by its strides (empty arrays included, whose
@@ -388,7 +398,7 @@ def _same(parts: Parts) -> Parts:
 
 def _to_widen(np: Any, host: dict[str, Any], takes: tuple[str, ...],
               same: bool) -> tuple[str, ...]:
-    kinds = {r: a.dtype.name for r, a in host.items()}
+    kinds = {r: _dtype_name(a.dtype) for r, a in host.items()}
     wide = [r for r, k in kinds.items() if k not in takes]
     if same and len(set(kinds.values())) > 1:
         wide = [r for r, k in kinds.items() if k != "int64"]
@@ -406,6 +416,8 @@ def _local(reg: Any, a: Any, fix: bool = False) -> Any:
     JAX's handed over zero-copy: CuPy is the GPU hub). Without CuPy a device array is read
     through a host copy, and a fix of one (*fix*), which must stay on the device, is a
     :class:`FrameworkMissingError` naming CuPy."""
+    if type(a) is module("numpy").ndarray:  # itself (the host NumPy-to-NumPy plan's answer)
+        return a
     top = type(a).__module__.partition(".")[0]
     if top == "cupy":
         return a

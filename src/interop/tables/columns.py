@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import narrowing
 from ..adapters.arrow_extensions import ours
+from ..adapters.arrow_nested import numeric_items
 from ..errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
 from ..memo import ARROW_TYPE_ID, extension_name, memo_by
 from ..names import CALL_OPTIONS, TABLE_OPTIONS, did_you_mean
@@ -260,8 +261,6 @@ def _prepare_nested(name: Any, col: Any, nulls: str, copy: bool | None, dry: boo
     (:mod:`interop.adapters.arrow_nested`: nulls refused unless ``copy=True``, several chunks
     joined by one copy). ``nulls='mask'`` adds the rows' validity as the mask, the values
     read as ``copy=True`` reads them; ``nulls='fill'`` takes columns of numbers."""
-    from ..adapters.arrow_nested import numeric_items
-
     if not (ours(col.type) or numeric_items(col.type)):
         return _unsupported(name, col.type)
     prep.value, prep.nested = col, True
@@ -466,7 +465,7 @@ def convert(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
     named = select(named, columns)
     narrowed: list[str] = []  # one NarrowingWarning for the table, naming its columns
     if copy is None and device is None and nulls == "raise":
-        out = _dense_arrow_columns(reg, named, target, narrowed)
+        out = _dense_arrow_columns(reg, named, target, narrowed, not ragged_options(options))
         if out is not None:
             _warn_narrowed(source, narrowed)
             return out
@@ -499,25 +498,33 @@ def _warn_narrowed(source: str, narrowed: list[str]) -> None:
 
 
 def _dense_arrow_columns(reg: Any, named: list[tuple[Any, Any]], target: str,
-                         narrowed: list[str]) -> Columns | None:
-    """The common table, Arrow columns of numbers or booleans without nulls, column by column
-    with no preparation (what :func:`prepare` would hand on as they are); ``None`` for any
-    other table, or any refusal, which the full path then explains."""
+                         narrowed: list[str], nested: bool = False) -> Columns | None:
+    """The common table, Arrow columns of numbers or booleans without nulls (and, where
+    ``nested``: no ``ragged=`` asked, list and tensor columns of numbers without null rows),
+    column by column with no preparation (what :func:`prepare` would hand on as they are);
+    ``None`` for any other table, or any refusal, which the full path then explains."""
     pa = _pa()
     if pa is None:
         return None
     arrow = (pa.Array, pa.ChunkedArray)
     out = Columns()
-    for n, c in named:
-        if not isinstance(c, arrow) or _arrow_kind(c.type) not in ("numeric", "bool") or (
-                c.null_count):
-            return None
-        try:
-            with narrowing.gather() as got:
+    with narrowing.gather() as got:  # one for the table: each column's reasons labelled
+        for n, c in named:
+            if not isinstance(c, arrow) or c.null_count:
+                return None
+            kind = _arrow_kind(c.type)
+            if kind not in ("numeric", "bool"):
+                if not (nested and kind == "nested" and numeric_items(c.type)):
+                    return None
+                if isinstance(c, pa.ChunkedArray) and c.num_chunks == 1:
+                    c = c.chunk(0)  # its one chunk's parts are the column's (arrow_nested)
+            seen = len(got)
+            try:
                 out[n] = reg.convert(c, target)
-        except InteropError:
-            return None
-        narrowed += [f"column {n!r}: {why}" for why in got]
+            except InteropError:
+                return None
+            got[seen:] = [f"column {n!r}: {why}" for why in got[seen:]]
+    narrowed += got
     return out
 
 

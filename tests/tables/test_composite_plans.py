@@ -1,0 +1,151 @@
+"""Kept composite plans (issue 49): decided once per kind of value, with a fast form, and never
+an answer that depends on what was converted before. Oracles: Arrow's own ``to_numpy`` /
+``to_pylist``, torch's ``to_dense``, SciPy's ``toarray``, buffer addresses from the
+frameworks' accessors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import scipy.sparse as sp
+import torch
+
+from interop.adapters.base import CompositeAdapter, Parts
+from interop.default import build
+from interop.errors import NullsError
+
+
+def fsl(values, size, dtype=np.float32):
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(values, dtype)), size)
+
+
+def test_a_kept_fixed_size_list_plan_reads_each_value_afresh():
+    """After the fast form is made from a plain column, a column of the same type with a null
+    row, a slice, and a column of another type each convert as they do alone."""
+    reg = build()
+    plain = fsl(np.arange(12), 3)
+    for _ in range(3):  # the first value walks, the later take the fast form
+        t = reg.convert(plain, "torch")
+        assert t.data_ptr() == plain.values.buffers()[1].address
+    np.testing.assert_array_equal(t.numpy(), np.arange(12, dtype=np.float32).reshape(4, 3))
+    nulls = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(6, dtype=np.float32)), 3,
+                                              mask=pa.array([False, True]))
+    with pytest.raises(NullsError):
+        reg.convert(nulls, "torch")
+    inner = pa.FixedSizeListArray.from_arrays(pa.array([0.0, None, 2.0, 3.0, 4.0, 5.0],
+                                                       pa.float32()), 3)
+    with pytest.raises(NullsError):
+        reg.convert(inner, "torch")
+    cut = plain.slice(1, 2)
+    np.testing.assert_array_equal(reg.convert(cut, "torch").numpy(),
+                                  np.array(cut.to_pylist(), np.float32))
+    other = fsl(np.arange(8), 4, np.float64)
+    np.testing.assert_array_equal(reg.convert(other, "torch").numpy(),
+                                  np.array(other.to_pylist()))
+    empty = plain.slice(0, 0)
+    assert tuple(reg.convert(empty, "torch").shape) == (0, 3)
+
+
+def test_a_kept_tensor_plan_keeps_each_types_shape_and_permutation():
+    reg = build()
+    flat = np.arange(24, dtype=np.float32)
+    plain = pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(pa.float32(), [3, 4]),
+                                           fsl(flat, 12))
+    permuted = pa.ExtensionArray.from_storage(
+        pa.fixed_shape_tensor(pa.float32(), [3, 4], permutation=[1, 0]), fsl(flat, 12))
+    for x in (plain, plain, plain, permuted, plain, permuted):
+        np.testing.assert_array_equal(reg.convert(x, "torch").numpy(), x.to_numpy_ndarray())
+
+
+def test_chunked_list_columns_and_number_columns_share_a_type_in_either_order():
+    """A ChunkedArray of numbers and one of a list type are one Python type: whichever comes
+    first, each converts as it does alone (and the list column's plan is kept)."""
+    numbers = pa.chunked_array([pa.array([1.0, 2.0])])
+    nested = pa.chunked_array([fsl(np.arange(4), 2)])
+    for order in ((numbers, nested), (nested, numbers)):
+        reg = build()
+        for _ in range(3):
+            for x in order:
+                got = reg.convert(x, "torch")
+                want = (np.array(x.to_pylist(), np.float32) if x is nested
+                        else x.to_numpy())
+                np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_sparse_and_dense_torch_tensors_share_a_type_in_either_order():
+    dense = torch.arange(6.0).reshape(2, 3)
+    coo = dense.to_sparse_coo()
+    for order in ((coo, dense), (dense, coo)):
+        reg = build()
+        for _ in range(3):
+            for x in order:
+                got = reg.convert(x, "numpy")
+                if x is coo:
+                    assert sp.issparse(got)
+                    np.testing.assert_array_equal(got.toarray(), dense.numpy())
+                else:
+                    np.testing.assert_array_equal(got, dense.numpy())
+
+
+def test_a_kept_sparse_plan_sorts_what_needs_sorting():
+    """The CSR plan kept for a canonical matrix still sorts an unsorted one of the same type
+    (torch requires sorted indices): the decision reads each value."""
+    reg = build()
+    ok = sp.csr_array(np.array([[1.0, 0, 2], [0, 3, 0]]))
+    for _ in range(3):
+        np.testing.assert_array_equal(reg.convert(ok, "torch").to_dense().numpy(),
+                                      ok.toarray())
+    unsorted = sp.csr_array((np.array([2.0, 1.0, 3.0]), np.array([2, 0, 1]),
+                             np.array([0, 2, 3])), shape=(2, 3))
+    assert not unsorted.has_sorted_indices
+    t = reg.convert(unsorted, "torch")
+    np.testing.assert_array_equal(t.to_dense().numpy(), unsorted.toarray())
+    assert t.col_indices().tolist() == [0, 2, 1]
+
+
+def _pair_kind() -> CompositeAdapter:
+    """A toy kind within torch beside torch's own sparse kind: a float16 tensor of two
+    elements that requires grad (one the dense fast form hands to its checked entry, as it
+    does a sparse tensor, which Tensor.numpy() refuses) taken as a pair of one-element
+    parts, rebuilt as a tuple."""
+    def is_pair(x):
+        return (x.layout == torch.strided and x.dtype == torch.float16 and x.requires_grad
+                and tuple(x.shape) == (2,))
+
+    return CompositeAdapter(
+        name="torch-pair", modules=("torch",), package="torch", home="torch", within=True,
+        per_value_owner=True, is_value=is_pair,
+        parts=lambda x: Parts("pair", (("a", x.detach()[:1]), ("b", x.detach()[1:]))),
+        rebuild=lambda reg, p, tgt: tuple(a for _, a in p.arrays))
+
+
+def test_two_kinds_within_one_framework():
+    """torch's sparse kind and another kind within torch both take their values (one slot
+    per framework before: the second kind replaced the sparse one)."""
+    reg = build()
+    reg.add(_pair_kind())
+    pair = torch.tensor([3.0, 4.0], dtype=torch.float16, requires_grad=True)
+    for _ in range(3):
+        a, b = reg.convert(pair, "numpy")
+        assert (a.tolist(), b.tolist()) == ([3.0], [4.0])
+    coo = torch.eye(2).to_sparse_coo()
+    assert sp.issparse(reg.convert(coo, "numpy"))
+    dense = torch.arange(3.0)
+    np.testing.assert_array_equal(reg.convert(dense, "numpy"), dense.numpy())
+    assert reg.explain(pair, "numpy").source == "torch-pair"
+
+
+def test_the_registry_is_what_kinds_are_handed():
+    """The Protocol typing the registry handed to kinds names methods the Registry has, with
+    the same parameters."""
+    import inspect
+
+    from interop.adapters.base import RegistryLike
+
+    reg = build()
+    assert isinstance(reg, RegistryLike)
+    for name, member in vars(RegistryLike).items():
+        if callable(member) and not name.startswith("_"):
+            want = list(inspect.signature(member).parameters)[1:]
+            assert list(inspect.signature(getattr(reg, name)).parameters) == want, name
