@@ -98,6 +98,23 @@ def test_jagged_offsets_are_checked_by_all_three_calls(offsets, target):
         interop.to_framework(j, target)
 
 
+def test_a_jagged_of_pandas_series_is_read_by_position():
+    """A list column to pandas with copy=True is a Jagged of two Series; their offsets are
+    read by position (``series[-1]`` is a label: a raw KeyError before, found by the
+    reliability search, seed 2643472242)."""
+    import pandas as pd
+
+    col = pa.array([[1], None, [2, 3]], pa.list_(pa.int8()))
+    j = interop.to_framework(col, "pandas", copy=True)
+    assert isinstance(j.offsets, pd.Series)
+    assert not interop.shares_memory(col, j)
+    rows = [r.tolist() for r in interop.to_framework(j, "torch").unbind()]
+    assert rows == [[1], [], [2, 3]]
+    bad = interop.Jagged(pd.Series([1.0, 2.0, 3.0]), pd.Series([0, 2, 1]))
+    with pytest.raises(MalformedError, match="decrease"):
+        interop.to_framework(bad, "numpy")
+
+
 @pytest.mark.parametrize("target", ["torch", "numpy", "pyarrow"])
 def test_an_arrow_list_with_decreasing_offsets_is_refused(target):
     bad = pa.Array.from_buffers(pa.list_(pa.float64()), 2,

@@ -41,6 +41,7 @@ def check_offsets(offsets: Any, items: int, what: str) -> None:
     that fails later."""
     if offsets_ok(offsets, items):  # one compiled pass (index_kernel), where it runs
         return
+    offsets = _positional(offsets)
     shape = tuple(getattr(offsets, "shape", ()))
     kind = str(getattr(offsets, "dtype", ""))
     if len(shape) != 1 or not shape[0] or "int" not in kind:
@@ -58,6 +59,17 @@ def check_offsets(offsets: Any, items: int, what: str) -> None:
             raise MalformedError(f"{what}: offsets decrease at row {i + 1} ({int(offsets[i])} "
                                  f"then {int(offsets[i + 1])}): row {i + 1} would have a "
                                  "negative length; offsets never decrease")
+
+
+def _positional(a: Any) -> Any:
+    """``a`` read by position: a host array of any framework as NumPy (a pandas Series'
+    ``a[-1]`` is a label, not the last item), a device array as it is."""
+    import numpy as np
+
+    try:
+        return np.asarray(a)
+    except (TypeError, ValueError, RuntimeError):  # a device array: read where it lives
+        return a
 
 
 def jagged_parts(j: Any) -> Parts:
