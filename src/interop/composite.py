@@ -220,19 +220,33 @@ def explain(reg: RegistryLike, adapter: CompositeAdapter, x: Any, tgt: str, devi
     plans = [(role, reg.explain(a, dense, device, copy)) for role, a in parts.arrays]
     made = of_parts(adapter.name, tgt, parts.layout, plans, first,
                     (*layout, *parts.copied, *((parts.nulls,) if parts.nulls else ()),
-                     *fixed, *_shared(parts.layout, plans, fixes)))
+                     *fixed, *_shared(reg, adapter, x, parts, plans, fixes)))
     if not parts.copied and not parts.nulls and not fixes:
         return made
     return Plan(made.source, made.target, made.steps, False, made.reasons, made.hazards,
                 made.supported, made.error)  # (the buffers still shared keep their hazards)
 
 
-def _shared(layout: str, plans: list[tuple[Any, Any]], fixes: tuple[Fix, ...]) -> tuple[str, ...]:
-    """The line naming the buffers handed over as they are (no fix copied them, and their
-    own plan is zero-copy), or none."""
+def _shared(reg: RegistryLike, adapter: CompositeAdapter, x: Any, parts: Parts,
+            plans: list[tuple[Any, Any]], fixes: tuple[Fix, ...]) -> tuple[str, ...]:
+    """The line naming the buffers handed over as they are (no fix copied them, their own plan
+    is zero-copy, and, where taking the value apart copied some (``Parts.copied``: rebased
+    offsets, joined chunks), they lie in the source's own buffers), or none."""
     fixed = {r for f in fixes for r in f.roles}
+    if parts.copied:
+        regions = [b.extent() for b in adapter.buffers(x)] if adapter.buffers else []
+        fixed |= {role for role, a in parts.arrays if not _inside(reg, a, regions)}
     roles = [str(role) for role, p in plans if p.zero_copy and role not in fixed]
-    return (f"{SHARED}{layout} {', '.join(roles)}",) if roles else ()
+    return (f"{SHARED}{parts.layout} {', '.join(roles)}",) if roles else ()
+
+
+def _inside(reg: RegistryLike, a: Any, regions: list[tuple[int, int]]) -> bool:
+    """Whether the elements of the dense array ``a`` lie in one of ``regions`` (byte ranges)."""
+    view = getattr(reg.adapters[reg.owner(a)], "view", None)
+    if view is None:
+        return False
+    lo, hi = view(a).extent()
+    return any(r_lo <= lo and hi <= r_hi for r_lo, r_hi in regions)
 
 
 def _format(reg: RegistryLike, adapter: CompositeAdapter, opts: dict[str, Any]) -> str | None:

@@ -732,7 +732,8 @@ def _result_regions_check(x: Any, res: Any, plan: Any, here: str) -> None:
     if res is x or not oracles.regions(x):
         return
     reg = interop.api.REGISTRY
-    if isinstance(reg.adapters[reg.owner(x)], CompositeAdapter) and not plan.zero_copy:
+    kind = reg.composite(x) or reg.adapters[reg.owner(x)]  # (a kind within a framework's type too)
+    if isinstance(kind, CompositeAdapter) and not plan.zero_copy:
         return  # a composite's copy may copy one part only (rebased offsets): the others share
     assert truth == plan.zero_copy, f"{here}\nzero-copy={plan.zero_copy}, shares={truth}"
 
@@ -788,7 +789,7 @@ def _checked_outcome(x: Any, tgt: str) -> str:
     """The outcome of the checked plan alone (no kept plan, no fast form); a composite value
     (an Arrow list column) has no fast form: its plan is the checked one."""
     reg = interop.api.REGISTRY
-    adapter = reg.adapters[reg.owner(x)]
+    adapter = reg.composite(x) or reg.adapters[reg.owner(x)]  # a kind within a type too
     if isinstance(adapter, CompositeAdapter):
         from interop import composite
 

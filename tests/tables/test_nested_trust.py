@@ -98,6 +98,28 @@ def test_jagged_offsets_are_checked_by_all_three_calls(offsets, target):
         interop.to_framework(j, target)
 
 
+def test_a_list_column_to_dlpack_is_a_jagged_of_capsules_that_shares_memory_reads():
+    """shares_memory of a Jagged of capsules previews them (a raw TypeError, len() of a
+    capsule, before; found by the reliability search, seed 4006592453)."""
+    col = pa.array([[1, 2], [3]], pa.list_(pa.int8()))
+    j = interop.to_framework(col, "dlpack")
+    assert interop.shares_memory(col, j)
+    rows = [r.tolist() for r in interop.to_framework(j, "torch").unbind()]  # capsules unused
+    assert rows == [[1, 2], [3]]
+
+
+def test_a_slice_plan_names_as_shared_only_what_it_shares():
+    """A slice's offsets are rebased (a copy): the plan's shared line names the values only
+    (it named the offsets too); its pointers say the same."""
+    col = pa.array([[1, 2]] * 8, pa.list_(pa.int8())).slice(5, 2)
+    reasons = interop.explain(col, "numpy").reasons
+    shared = [r for r in reasons if r.startswith("shared with the source")]
+    assert shared == ["shared with the source (no copy): jagged values"], reasons
+    values, offsets = interop.to_framework(col, "numpy")
+    assert values.ctypes.data == col.values.buffers()[1].address + 10
+    assert not np.shares_memory(offsets, np.frombuffer(col.buffers()[1], np.int32))
+
+
 def test_a_jagged_of_pandas_series_is_read_by_position():
     """A list column to pandas with copy=True is a Jagged of two Series; their offsets are
     read by position (``series[-1]`` is a label: a raw KeyError before, found by the

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import MalformedError
+from ..errors import MalformedError, UnsupportedConversionError
+from . import capsule
 from .base import Parts, assembly
 from .index_kernel import offsets_ok
 
@@ -72,9 +73,22 @@ def _positional(a: Any) -> Any:
         return a
 
 
+def _inspected(a: Any) -> Any:
+    """``a`` as the check reads it: a DLPack capsule (a Jagged made for ``"dlpack"``) through a
+    host preview of its memory, left unused; any other array as it is."""
+    if not capsule.ADAPTER.is_value(a):
+        return a
+    if capsule.ADAPTER.device(a)[0] != "cpu":
+        raise UnsupportedConversionError(
+            "interop.Jagged of DLPack capsules on a device: its offsets cannot be checked "
+            "without consuming them; convert the capsules to a framework first")
+    return capsule.ADAPTER.preview(a)
+
+
 def jagged_parts(j: Any) -> Parts:
     """A :class:`Jagged` taken apart, its offsets checked (:func:`check_offsets`)."""
-    check_offsets(j.offsets, len(j.values), f"interop.Jagged of {len(j.offsets) - 1} rows")
+    offsets, values = _inspected(j.offsets), _inspected(j.values)
+    check_offsets(offsets, len(values), f"interop.Jagged of {len(offsets) - 1} rows")
     return Parts("jagged", (("values", j.values), ("offsets", j.offsets)))
 
 
