@@ -376,3 +376,52 @@ def test_format_trusts_no_flag_the_user_set(jax_cpu):
     c = pydata.COO(np.array([[1, 1]]), np.array([1.0, -3.0]), shape=(3,),
                    has_duplicates=False, sorted=True)  # a duplicate, claimed none
     assert interop.to_framework(c, "numpy", format="dense").tolist() == [0, -2.0, 0]
+
+
+def _torch_coo_over_a_transposed_view(coords, vals, shape, coalesced):
+    """A torch COO tensor over a column-major index array (``torch.from_numpy`` of
+    ``np.array(pairs).T``: strides (1, 2)), flagged coalesced as the user says."""
+    pairs = np.array(coords, np.int64).T.tolist()
+    view = np.array(pairs, np.int64).T
+    assert not view.flags.c_contiguous
+    return torch.sparse_coo_tensor(torch.from_numpy(view), torch.tensor(vals), shape,
+                                   check_invariants=False, is_coalesced=coalesced)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize(("coords", "coalesced"), [
+    ([[0, 1], [0, 0]], True),  # canonical, flagged so (found by the search, seed 20261129)
+    ([[1, 0, 1], [0, 0, 0]], True),  # unsorted with a duplicate, flagged coalesced: a lie
+])
+def test_format_on_a_torch_coo_reads_its_indices_as_they_lie(coords, coalesced, fmt):
+    """torch's to_sparse_csr() of a COO tensor flagged coalesced read a transposed index view
+    as compact, and trusted the flag: {(0, 0): 1} came back for {(1, 0): 1}."""
+    vals = [float(i + 1) for i in range(len(coords[0]))]
+    t = _torch_coo_over_a_transposed_view(coords, vals, (2, 1), coalesced)
+    want = np.zeros((2, 1))
+    np.add.at(want, tuple(np.array(coords)), vals)
+    for target in ("torch", "scipy"):
+        y = interop.to_framework(t, target, format=fmt)
+        np.testing.assert_array_equal(densified(y), want)
+
+
+def test_format_on_a_torch_coo_over_a_transposed_view_corrupts_no_memory():
+    """The same misreading wrote past torch's buffer: the search (seed 4511) died with
+    'Fatal Python error: Aborted' (malloc_consolidate(): invalid chunk size) cases later;
+    run in a child, glibc checks the heap at once."""
+    done = run_child("""
+        import ctypes, warnings
+        import numpy as np, torch, interop
+        warnings.simplefilter("ignore")
+        n = 1000
+        pairs = [(r, c) for r in range(2) for c in range(n)]  # canonical, flagged so
+        view = np.array(pairs, np.int64).T
+        t = torch.sparse_coo_tensor(torch.from_numpy(view), torch.ones(2 * n), (2, n),
+                                    check_invariants=False, is_coalesced=True)
+        for target in ("torch", "scipy", "jax"):
+            y = interop.to_framework(t, target, format="csr")
+            ctypes.CDLL("libc.so.6").malloc_trim(0)  # glibc walks its heap: corruption aborts
+        assert interop.to_framework(t, "scipy", format="csr").toarray().sum() == 2 * n
+        print("ok")
+        """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]

@@ -589,11 +589,22 @@ def _without_notice(call: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _sparse_reformat(t: Any, layout: str) -> Any:
+    """``t`` in ``layout`` by torch's own call; a COO tensor is first rebuilt over compact
+    copies of its indices and values (none where they are compact already), its
+    ``is_coalesced`` flag off: torch's ``to_sparse_csr()`` of a tensor flagged coalesced reads
+    its indices as compact and trusts the flag, so a transposed index view (what
+    ``torch.from_numpy`` of a column-major array gives) came out another matrix, or written
+    past its buffer (a heap corruption); the flag is the user's word, which interop checks
+    and torch trusts."""
     if layout == "dense":
         return t.to_dense()
     if layout in ("bsr", "bsc"):
         raise UnsupportedConversionError(
             f"format={layout!r}: torch needs a block size: call t.to_sparse_{layout}(blocksize)")
+    if t.layout is module("torch").sparse_coo:
+        t = module("torch").sparse_coo_tensor(t._indices().contiguous(),
+                                              t._values().contiguous(), t.shape,
+                                              check_invariants=False, is_coalesced=False)
     return _without_notice(getattr(t, f"to_sparse_{layout}"))
 
 
