@@ -425,3 +425,19 @@ def test_format_on_a_torch_coo_over_a_transposed_view_corrupts_no_memory():
         print("ok")
         """)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("target", ["torch", "scipy", "pyarrow", "jax"])
+def test_a_one_dimensional_scipy_csr_is_refused_by_all_three_calls(target):
+    """SciPy 1.15+ builds 1-D csr_arrays (sparse vectors): a raw IndexError from all three
+    calls before (found by the paddle sparse search, seed 11); now a clear refusal whose
+    advice (tocoo) converts."""
+    m = sp.csr_array(np.array([0.0, 1.0, 0.0, 2.0], np.float32))
+    if m.ndim != 1:
+        pytest.skip("this SciPy builds no 1-D csr_array")
+    assert not interop.explain(m, target).supported
+    assert not interop.can_convert(m, target)
+    with pytest.raises(UnsupportedConversionError, match="tocoo"):
+        interop.to_framework(m, target)
+    back = interop.to_framework(interop.to_framework(m.tocoo(), target), "scipy")
+    assert back.toarray().ravel().tolist() == [0.0, 1.0, 0.0, 2.0]

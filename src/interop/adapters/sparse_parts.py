@@ -263,6 +263,11 @@ def _check_compressed(np: Any, layout: str, dims: tuple[int, ...], data: Any, in
     """Checks a CSR/CSC/BSR value; whether its indices are sorted and distinct in each row,
     the largest index (or pointer), and whether a batch's matrices are padded (hold fewer
     entries than its nnz: JAX's batched BCSR)."""
+    if len(dims) < 2:  # SciPy's 1-D csr_array (a sparse vector)
+        raise UnsupportedConversionError(
+            f"a {layout} value of shape {dims}: interop reads compressed layouts of 2 "
+            "dimensions (or batches of them); a 1-D sparse vector converts as coo "
+            "(x.tocoo() first)")
     block = (1, 1)
     if layout == "bsr":
         block = tuple(int(n) for n in data.shape[-2:])
