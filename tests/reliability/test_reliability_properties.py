@@ -1034,7 +1034,8 @@ def test_tensorflow_random_search_with_a_fresh_seed() -> None:
 @pytest.mark.slow
 @pytest.mark.paddle
 def test_paddle_random_search_with_a_fresh_seed() -> None:
-    search("test_paddle_pair_keeps_the_contract", "paddle", examples=max(SLOW_EXAMPLES // 2, 20))
+    search("test_paddle_pair_keeps_the_contract", "paddle", examples=max(SLOW_EXAMPLES // 2, 20),
+           non_empty=0.7)  # (a floor, not the mean: seeds 1-6 gave 0.89-0.96, 1181842354 0.77)
 
 
 # ---- structures: random trees of leaves of several frameworks ---------------------------------
