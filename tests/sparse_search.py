@@ -52,6 +52,12 @@ class Raw:
         self.index_dtype, self.order, self.malformed = index_dtype, order, malformed
         self.lie, self.view = lie, view
 
+    def __repr__(self) -> str:  # what a failing case reports: the whole value
+        return (f"Raw(shape={self.shape}, coords={np.asarray(self.coords).tolist()}, "
+                f"vals={np.asarray(self.vals).tolist()} ({np.asarray(self.vals).dtype}), "
+                f"index_dtype={self.index_dtype}, order={self.order!r}, "
+                f"malformed={self.malformed!r}, lie={self.lie!r}, view={self.view!r})")
+
     @property
     def canonical(self) -> bool:
         lin = [tuple(c) for c in self.coords.T]

@@ -11,7 +11,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 import interop
-from interop.errors import UnsupportedConversionError
+from interop.errors import UnsupportedConversionError, ZeroCopyError
 from sparse_samples import (
     CASES,
     SOURCES,
@@ -139,3 +139,23 @@ def test_a_shape_past_int32_is_refused_for_paddle(paddle):
     assert not interop.can_convert(m, "paddle")
     with pytest.raises(UnsupportedConversionError, match="dimensions up to"):
         interop.to_framework(m, "paddle")
+
+
+def test_a_strided_buffer_into_a_paddle_csr_is_copied_and_said(paddle):
+    """paddle's sparse_csr_tensor copies a strided values tensor: the plan said zero-copy and
+    the values were not shared (found by the random search, seed 22). Now the plan names the
+    copy, copy=False refuses it, and a compact buffer is still shared."""
+    import scipy.sparse as sp
+
+    data = np.arange(6, dtype=np.float32)[::2]
+    m = sp.csr_array((data, np.array([0, 0, 1], np.int32), np.array([0, 1, 3], np.int32)),
+                     shape=(2, 2))
+    plan = interop.explain(m, "paddle")
+    assert not plan.zero_copy and "copied compact" in " ".join(plan.reasons), plan
+    with pytest.raises(ZeroCopyError):
+        interop.to_framework(m, "paddle", copy=False)
+    got = interop.to_framework(m, "paddle")
+    assert got.to_dense().numpy().tolist() == m.toarray().tolist()
+    compact = sp.csr_array((data.copy(), m.indices, m.indptr), shape=(2, 2))
+    shared = interop.to_framework(compact, "paddle", copy=False)
+    assert shared.values().data_ptr() == compact.data.ctypes.data

@@ -441,3 +441,19 @@ def test_a_one_dimensional_scipy_csr_is_refused_by_all_three_calls(target):
         interop.to_framework(m, target)
     back = interop.to_framework(interop.to_framework(m.tocoo(), target), "scipy")
     assert back.toarray().ravel().tolist() == [0.0, 1.0, 0.0, 2.0]
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 2, 2)])
+def test_format_on_an_arrow_coo_of_other_than_two_dimensions_is_refused(shape):
+    """Arrow changes a layout through SciPy's matrices (to_scipy): of a 1-D or 3-D COO tensor
+    a raw IndexError before (found by the paddle sparse search, seed 23); now a refusal by
+    all three calls, and the value as it is and its dense form still convert."""
+    coords = np.zeros((1, len(shape)), np.int64)
+    x = pa.SparseCOOTensor.from_numpy(np.array([[3.0]], np.float32), coords, shape=shape)
+    assert not interop.explain(x, "torch", format="csr").supported
+    assert not interop.can_convert(x, "torch", format="csr")
+    with pytest.raises(UnsupportedConversionError, match="2 dimensions"):
+        interop.to_framework(x, "torch", format="csr")
+    dense = interop.to_framework(x, "torch", format="dense")
+    assert dense.flatten().tolist() == [3.0] + [0.0] * (dense.numel() - 1)
+    assert interop.to_framework(x, "torch").to_dense().equal(dense)

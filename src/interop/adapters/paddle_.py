@@ -311,8 +311,9 @@ SPARSE = sparse.kind(
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, empty=False,
                                canonical=True, strided=False, data_dtypes=_PADDLE_DTYPES,
                                max_dim=2**31 - 1),
-           "csr": sparse.Needs(canonical=True, batched=True, data_dtypes=_PADDLE_DTYPES,
-                               max_dim=2**31 - 1)},
+           # sparse_csr_tensor copies a strided values tensor (it shares a compact one)
+           "csr": sparse.Needs(canonical=True, batched=True, strided=False,
+                               data_dtypes=_PADDLE_DTYPES, max_dim=2**31 - 1)},
     reformat=_sparse_reformat,
     within=True,
 )

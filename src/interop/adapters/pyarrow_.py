@@ -404,6 +404,11 @@ def _sparse_reformat(x: Any, layout: str) -> Any:
     if layout not in ("csr", "csc", "coo", "bsr"):
         raise UnsupportedConversionError(f"format={layout!r}: not a sparse layout (csr, csc, "
                                          "coo, bsr or dense)")
+    if len(x.shape) != 2:  # to_scipy reads a matrix (an IndexError of another shape)
+        raise UnsupportedConversionError(
+            f"format={layout!r}: Arrow changes a sparse layout through SciPy's matrices "
+            f"(to_scipy), of 2 dimensions; this {type(x).__name__} has shape "
+            f"{tuple(x.shape)}: convert it as it is, or format='dense'")
     m = x.to_scipy().asformat(layout)
     if m.dtype != x.to_numpy()[0].dtype:
         raise UnsupportedConversionError(
