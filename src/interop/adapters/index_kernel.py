@@ -25,7 +25,6 @@ absent; ``INTEROP_INDEX_KERNEL=0`` turns it off.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import threading
 from typing import Any
@@ -171,36 +170,12 @@ def _csr(ir: Any, fn: Any, load: Any) -> None:
 
 def _load() -> dict[str, Any]:
     """The functions (ctypes) by name: machine code from the cache, or compiled (and saved)."""
-    import llvmlite.binding as llvm
     from llvmlite import ir
 
-    from ..transpose.llvm import _read, _write, cache_dir
+    from ..transpose.llvm import compiled_engine
 
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    triple = llvm.get_process_triple()
-    cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-    with open(__file__, "rb") as f:
-        source = f.read()
-    key = hashlib.sha256(b"\0".join([source, triple.encode(), cpu.encode(), features.encode(),
-                                     ".".join(map(str, llvm.llvm_version_info)).encode()]))
-    path = os.path.join(cache_dir(), f"index-checks-{key.hexdigest()[:24]}.o")
-    machine = llvm.Target.from_triple(triple).create_target_machine(
-        cpu=cpu, features=features, opt=3, jit=True)
-    cached = _read(path)
-    if cached is None:
-        module = _build(ir)
-        module.triple = triple
-        mod = llvm.parse_assembly(str(module))
-        tuning = llvm.create_pipeline_tuning_options(3)
-        tuning.loop_vectorization = tuning.slp_vectorization = True
-        passes = llvm.create_pass_builder(machine, tuning)
-        passes.getModulePassManager().run(mod, passes)
-    else:
-        mod = llvm.parse_assembly(f'; ModuleID = "{_MODULE}"\ntarget triple = "{triple}"\n')
-    engine = llvm.create_mcjit_compiler(mod, machine)
-    engine.set_object_cache(lambda _m, data: _write(path, data), lambda _m: cached)
-    engine.finalize_object()
+    engine, _, _ = compiled_engine(_MODULE, (__file__,), "index-checks", lambda: _build(ir),
+                                   vectorize=True)
     p, i64 = ctypes.c_void_p, ctypes.c_int64
     csr = ctypes.CFUNCTYPE(i64, p, i64, p, i64, i64, p)
     offs = ctypes.CFUNCTYPE(i64, p, i64, i64)

@@ -390,32 +390,8 @@ def load() -> Compiled:
     it). The cache key is the source that writes the IR (this file and
     :mod:`~interop.transpose.abi`), the CPU and the LLVM version, so a cached load does not
     even build the IR (80 ms in Python)."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    triple = llvm.get_process_triple()
-    cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-    source = b""
-    for path in (__file__, abi.__file__):  # the code that writes the IR
-        with open(path, "rb") as f:
-            source += f.read()
-    key = hashlib.sha256(b"\0".join([source, triple.encode(), cpu.encode(), features.encode(),
-                                     ".".join(map(str, llvm.llvm_version_info)).encode()]))
-    path = os.path.join(cache_dir(), f"transpose-{key.hexdigest()[:24]}.o")
-    machine = llvm.Target.from_triple(triple).create_target_machine(
-        cpu=cpu, features=features, opt=3, jit=True)
-    cached = _read(path)
-    if cached is None:
-        builder = _Builder()
-        builder.module.triple = triple
-        mod = llvm.parse_assembly(str(builder.module))
-        passes = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(3))
-        passes.getModulePassManager().run(mod, passes)
-    else:  # an empty module of the same name: the engine loads the cached object for it
-        mod = llvm.parse_assembly(f'; ModuleID = "{_MODULE}"\ntarget triple = "{triple}"\n')
-    engine = llvm.create_mcjit_compiler(mod, machine)
-    engine.set_object_cache(lambda _m, data: _write(path, data),
-                            lambda _m: cached)
-    engine.finalize_object()
+    engine, path, compiled = compiled_engine(_MODULE, (__file__, abi.__file__), "transpose",
+                                             lambda: _Builder().module)
     proto = abi.prototype()
     names = [d + str(w or "") for d, widths in UNIFORM.items() for w in (None, *widths)]
     addresses = {n: engine.get_function_address(n) for n in names}
@@ -423,7 +399,45 @@ def load() -> Compiled:
         raise RuntimeError(f"the cached kernel {path} lacks a function: delete it to compile "
                            "it again")
     return Compiled({n: proto(a) for n, a in addresses.items()},
-                    "compiled" if cached is None else "cache", path, engine)
+                    "compiled" if compiled else "cache", path, engine)
+
+
+def compiled_engine(name: str, sources: tuple[str, ...], prefix: str, module: Any,
+                    vectorize: bool = False) -> tuple[Any, str, bool]:
+    """An MCJIT engine of the LLVM module ``name`` for this CPU, its machine code loaded from
+    the cache directory (keyed on the ``sources`` files that write its IR, the CPU and the
+    LLVM version) or compiled from ``module()`` (an ``ir.Module``), optimised at level 3
+    (``vectorize``: loop and SLP vectorization on) and saved: ``(engine, cache file, whether
+    it was compiled)``. The one cache of every compiled kernel of interop."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    triple = llvm.get_process_triple()
+    cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    source = b""
+    for path in sources:  # the code that writes the IR
+        with open(path, "rb") as f:
+            source += f.read()
+    key = hashlib.sha256(b"\0".join([source, triple.encode(), cpu.encode(), features.encode(),
+                                     ".".join(map(str, llvm.llvm_version_info)).encode()]))
+    path = os.path.join(cache_dir(), f"{prefix}-{key.hexdigest()[:24]}.o")
+    machine = llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=3, jit=True)
+    cached = _read(path)
+    if cached is None:
+        built = module()
+        built.triple = triple
+        mod = llvm.parse_assembly(str(built))
+        tuning = llvm.create_pipeline_tuning_options(3)
+        if vectorize:
+            tuning.loop_vectorization = tuning.slp_vectorization = True
+        passes = llvm.create_pass_builder(machine, tuning)
+        passes.getModulePassManager().run(mod, passes)
+    else:  # an empty module of the same name: the engine loads the cached object for it
+        mod = llvm.parse_assembly(f'; ModuleID = "{name}"\ntarget triple = "{triple}"\n')
+    engine = llvm.create_mcjit_compiler(mod, machine)
+    engine.set_object_cache(lambda _m, data: _write(path, data), lambda _m: cached)
+    engine.finalize_object()
+    return engine, path, cached is None
 
 
 def _read(path: str) -> bytes | None:
