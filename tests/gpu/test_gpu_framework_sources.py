@@ -17,7 +17,7 @@ from interop import devices
 from interop.adapters import cudf_
 from interop.api import REGISTRY
 from interop.errors import DeviceError, UnsupportedConversionError
-from interop.tables import arrow_c, build
+from interop.tables import arrow_device, build
 from machine import machine
 
 
@@ -25,7 +25,7 @@ from machine import machine
     (pa.int8(), "|i1"), (pa.uint16(), "<u2"), (pa.int32(), "<i4"), (pa.int64(), "<i8"),
     (pa.float16(), "<f2"), (pa.float32(), "<f4"), (pa.float64(), "<f8")])
 def test_device_arrow_fixed_width_columns_keep_their_layout(t, ts):
-    assert arrow_c.device_typestr(t) == ts
+    assert arrow_device.device_typestr(t) == ts
 
 
 @pytest.mark.parametrize(("t", "words"), [
@@ -35,7 +35,7 @@ def test_device_arrow_fixed_width_columns_keep_their_layout(t, ts):
     (pa.list_(pa.int32()), "fixed-width values buffer")])
 def test_device_arrow_columns_not_laid_out_as_numpy_are_refused(t, words):
     with pytest.raises(UnsupportedConversionError, match=str(t).replace("[", r"\[")) as e:
-        arrow_c.device_typestr(t)
+        arrow_device.device_typestr(t)
     assert words in str(e.value), e.value
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ProtocolError, UnsupportedConversionError
+from ..errors import ProtocolError
 
 ARROW_DEVICE_CPU = 1
 
@@ -99,33 +99,6 @@ def import_device_array(x: Any) -> tuple[Any, int, int]:
         schema_capsule, array_capsule = x.__arrow_c_device_array__()
         batch = pa.Array._import_from_c_device_capsule(schema_capsule, array_capsule)
     return batch, kind, device
-
-
-def device_typestr(t: Any) -> str:
-    """The NumPy type string of an Arrow type whose values buffer is laid out as that NumPy
-    dtype (integers and floats); any other type is refused, naming it: a device buffer cannot
-    be reinterpreted on the host (booleans are bit-packed, dates and times are counts in a
-    unit, strings are offsets plus bytes)."""
-    import pyarrow as pa
-
-    if pa.types.is_integer(t) or pa.types.is_floating(t):
-        return _numeric_typestr(t)
-    if pa.types.is_boolean(t):
-        fix = "bit-packed: cast it to uint8 or int8 on the device first"
-    elif pa.types.is_temporal(t):
-        fix = ("a count of time units, not a NumPy datetime buffer: cast it to its integer "
-               "storage type (e.g. int32 for date32) on the device first")
-    else:
-        fix = "not one fixed-width values buffer: cast or encode it on the device first"
-    raise UnsupportedConversionError(f"a device Arrow column of type {t} is {fix}")
-
-
-def _numeric_typestr(t: Any) -> str:
-    import pyarrow as pa
-
-    n = t.bit_width // 8
-    kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
-    return f"{'|' if n == 1 else '<'}{kind}{n}"
 
 
 def device_columns(batch: Any) -> list[tuple[str, Any]]:  # pragma: no cover - needs a GPU

@@ -146,8 +146,6 @@ class DeviceColumn:
         import numpy as np
         import pyarrow as pa
 
-        from .arrow_c import device_typestr
-
         self._owner = owner
         count = int(arr.length)
         dims, perm = [], None
@@ -187,3 +185,30 @@ def _no_nulls(arr: ArrowArray, name: str, t: Any) -> None:
         raise UnsupportedConversionError(
             f"device Arrow column {name!r} ({t}) holds {count} nulls in a validity bitmap on "
             "the device, which cannot be read on the host: fill them on the device first")
+
+
+def device_typestr(t: Any) -> str:
+    """The NumPy type string of an Arrow type whose values buffer is laid out as that NumPy
+    dtype (integers and floats); any other type is refused, naming it: a device buffer cannot
+    be reinterpreted on the host (booleans are bit-packed, dates and times are counts in a
+    unit, strings are offsets plus bytes)."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return _numeric_typestr(t)
+    if pa.types.is_boolean(t):
+        fix = "bit-packed: cast it to uint8 or int8 on the device first"
+    elif pa.types.is_temporal(t):
+        fix = ("a count of time units, not a NumPy datetime buffer: cast it to its integer "
+               "storage type (e.g. int32 for date32) on the device first")
+    else:
+        fix = "not one fixed-width values buffer: cast or encode it on the device first"
+    raise UnsupportedConversionError(f"a device Arrow column of type {t} is {fix}")
+
+
+def _numeric_typestr(t: Any) -> str:
+    import pyarrow as pa
+
+    n = t.bit_width // 8
+    kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
+    return f"{'|' if n == 1 else '<'}{kind}{n}"
