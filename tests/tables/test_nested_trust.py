@@ -271,6 +271,10 @@ def test_a_one_chunk_column_converts_zero_copy_as_its_chunk_does(column, target)
         leaf = col.chunk(0).storage if column == "emb" else col.chunk(0)
         base = leaf.values.buffers()[1].address
         assert (got.ctypes.data if target == "numpy" else got.data_ptr()) == base
+        if target == "torch":  # a write through torch, read back by Arrow's own accessor
+            got.view(-1)[0] = -7.0
+            assert np.asarray(col.chunk(0).storage.values if column == "emb"
+                              else col.chunk(0).values)[0] == -7.0
 
 
 def test_several_chunks_are_joined_by_one_explained_copy():
@@ -369,6 +373,8 @@ def test_a_swapped_first_major_array_keeps_its_buffer_with_arrows_permutation():
     assert t.type.permutation == [1, 0]
     assert t.storage.values.buffers()[1].address == x.ctypes.data
     assert np.array_equal(t.to_numpy_ndarray(), x)  # Arrow's own reading
+    x[1, 3, 2] = -1.0  # a write through NumPy, seen by Arrow
+    assert t.to_numpy_ndarray()[1, 3, 2] == -1.0
 
 
 @pytest.mark.parametrize("fill", [1000, 7.5, -1, "x"])
@@ -458,6 +464,8 @@ def test_a_dict_with_an_nd_array_to_polars_is_a_polars_array_column_over_its_buf
     assert df["a"].arr.sum().to_list() == [2.0, 2.0]  # polars' own .arr operations
     got = df["b"].to_numpy()
     assert np.array_equal(got, b) and got.ctypes.data == b.ctypes.data
+    b[1, 2, 3] = -1.0  # a write through NumPy, seen by polars
+    assert df["b"].to_list()[1][2][3] == -1.0
 
 
 def test_a_polars_list_column_in_chunks_with_a_null_item_is_refused_by_explain_too():

@@ -144,16 +144,8 @@ def _fixed(storage: Any, shape: tuple[int | None, ...], levels: tuple[int | None
     copied = (f"{what} is a slice: its {offsets.size} offsets are rebased to start at 0 (a "
               "copy of the offsets; the values are not copied)",) if start else ()
     offs = (offsets - start).astype(np.int64, copy=False)
-    return pa.LargeListArray.from_arrays(pa.array(offs), _nest(leaf, tuple(shape[1:]))), copied
-
-
-def _nest(leaf: Any, items: tuple[int, ...]) -> Any:
-    """``leaf`` as nested ``fixed_size_list`` levels of ``items`` (the same buffer)."""
-    pa = _pa()
-    cur = leaf
-    for d in reversed(items):
-        cur = pa.FixedSizeListArray.from_arrays(cur, d)
-    return cur
+    items = arrow_nested.levels(leaf, tuple(shape[1:]))
+    return pa.LargeListArray.from_arrays(pa.array(offs), items), copied
 
 
 # ---- variable shapes: a struct of the flat data and each row's shape ---------------------

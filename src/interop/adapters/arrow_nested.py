@@ -66,6 +66,15 @@ nested_type = memo_by(arrow_type_key, _nested_type_of)
 type alone: the one test, for arrays, chunked arrays and table columns."""
 
 
+def levels(leaf: Any, items: tuple[int, ...]) -> Any:
+    """``leaf`` (a flat Arrow array) as nested ``fixed_size_list`` levels of ``items`` each,
+    outermost first: the same buffer (a tensor's rows, or items of several dimensions)."""
+    cur = leaf
+    for d in reversed(items):
+        cur = _pa().FixedSizeListArray.from_arrays(cur, d)
+    return cur
+
+
 def numeric_items(t: Any) -> bool:
     """Whether a list or tensor type's innermost items are fixed-width numbers (what the
     parts hold), read from the type alone."""

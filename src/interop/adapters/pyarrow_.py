@@ -10,7 +10,7 @@ from ..view import BufferView
 from . import arrow_extensions
 from . import sparse_parts as sparse
 from .arrow_chunks import ARROW_CHUNKS
-from .arrow_nested import ARROW_NESTED
+from .arrow_nested import ARROW_NESTED, levels
 from .base import (
     ALIGNED,
     ARROW_TYPE_ID,
@@ -281,10 +281,7 @@ def _jagged(parts: Any) -> Any:
     arrays = dict(parts.arrays)
     values, offsets = arrays["values"], arrays["offsets"]
     if isinstance(values, pa.FixedShapeTensorArray):  # items of 2+ dimensions: one
-        shape = values.type.shape                     # fixed_size_list level per dimension
-        values = values.storage.flatten()
-        for d in reversed(shape):
-            values = pa.FixedSizeListArray.from_arrays(values, d)
+        values = levels(values.storage.flatten(), tuple(values.type.shape))  # level each
     kind = pa.LargeListArray if offsets.type == pa.int64() else pa.ListArray
     return kind.from_arrays(offsets, values)
 
@@ -299,10 +296,7 @@ def _tensor(parts: Any) -> Any:
         return values
     t = values.type
     if parts.get("levels") and not t.permutation:
-        flat = values.storage.flatten()
-        for d in reversed(t.shape):
-            flat = pa.FixedSizeListArray.from_arrays(flat, d)
-        return flat
+        return levels(values.storage.flatten(), tuple(t.shape))
     names = parts.get("dim_names")
     if not names:
         return values
