@@ -86,12 +86,12 @@ def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, co
     builders: dict[str, CompositeAdapter] = {}  # per layout: what the decision read
     leaves: dict[tuple[Any, type, str], Convert] = {}  # per role and array type: its kept plan
 
-    def leaf(role: Any, a: Any, dense: str) -> Any:
+    def leaf(role: Any, a: Any, dense: str) -> Convert:
         fn = leaves.get((role, type(a), dense))
         if fn is None:
             fn = reg.leaf_plan(a, dense, device, copy, stream)
             leaves[(role, type(a), dense)] = fn
-        return fn(a)
+        return fn
 
     fast: list[Convert] = []  # the fast form, made from the first value the walk converts
 
@@ -120,35 +120,62 @@ def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, co
             parts = f.apply(parts)
         dense = builder.dense or builder.of or tgt
         made = builder.rebuild(reg, parts.with_arrays(tuple(  # type: ignore[misc]
-            (role, leaf(role, a, dense)) for role, a in parts.arrays)), tgt)
-        if (not fast and adapter.reader is not None and fmt is None and builder is adapter
-                and not fixes and not parts.copied and not parts.nulls):
+            (role, leaf(role, a, dense)(a)) for role, a in parts.arrays)), tgt)
+        if (not fast and adapter.reader is not None and not opts and fmt is None
+                and builder is adapter and not fixes and not parts.copied and not parts.nulls):
             read = adapter.reader(x)
             if read is not None:
-                fast.append(_fast(reg, read, parts, builder, tgt, dense, leaf, walk))
+                fast.append(_fast(reg, read, parts, builder, tgt,
+                                  tuple(leaf(role, a, dense) for role, a in parts.arrays),
+                                  walk))
         return made
 
     return by_parts
 
 
 def _fast(reg: RegistryLike, read: Callable[[Any], Any], parts: Parts, builder: CompositeAdapter,
-          tgt: str, dense: str, leaf: Callable[..., Any], walk: Convert) -> Convert:
+          tgt: str, convs: tuple[Convert, ...], walk: Convert) -> Convert:
     """The fast form of a composite plan: the kind's reader (:attr:`CompositeAdapter.reader`)
-    hands a value's arrays, each goes by its kept dense plan, and the kind rebuilds them over
-    the layout and meta of the value the reader was made from; a value the reader declines
-    takes the full walk."""
-    roles = tuple(r for r, _ in parts.arrays)
-    rebuild = builder.rebuild
-    assert rebuild is not None
+    hands a value's arrays, each goes by the dense plan its role took (``convs``: kept plans,
+    for arrays of the types the walk converted), and the kind's rebuild bound to the layout
+    and meta of the value the reader was made from (:func:`rebuilder`) makes the result; a
+    value the reader declines, or whose arrays are of other types, takes the full walk."""
+    types = tuple(type(a) for _, a in parts.arrays)
+    make = rebuilder(reg, builder, parts, tgt)
+    if len(convs) == 1:
+        (conv,), (kind,) = convs, types
+
+        def one(x: Any) -> Any:
+            got = read(x)
+            if got is None or type(got[0]) is not kind:
+                return walk(x)
+            return make((conv(got[0]),))
+
+        return one
 
     def run(x: Any) -> Any:
         got = read(x)
-        if got is None:
+        if got is None or tuple(map(type, got)) != types:
             return walk(x)
-        return rebuild(reg, parts.with_arrays(tuple(
-            (role, leaf(role, a, dense)) for role, a in zip(roles, got))), tgt)
+        return make(tuple([f(a) for f, a in zip(convs, got)]))
 
     return run
+
+
+def rebuilder(reg: RegistryLike, builder: CompositeAdapter, parts: Parts,
+              tgt: str) -> Callable[[tuple[Any, ...]], Any]:
+    """``builder``'s rebuild on ``tgt`` over the layout and meta of ``parts``, as a function of
+    the converted arrays in the parts' role order: the kind's own bound form
+    (:attr:`CompositeAdapter.rebuilder`) where it has one, else its rebuild over new parts."""
+    if builder.rebuilder is not None:
+        return builder.rebuilder(reg, parts, tgt)
+    roles, rebuild = tuple(r for r, _ in parts.arrays), builder.rebuild
+    assert rebuild is not None
+
+    def make(arrays: tuple[Any, ...]) -> Any:
+        return rebuild(reg, parts.with_arrays(tuple(zip(roles, arrays))), tgt)
+
+    return make
 
 
 def _itself(x: Any) -> Any:

@@ -58,6 +58,69 @@ def test_a_kept_tensor_plan_keeps_each_types_shape_and_permutation():
         np.testing.assert_array_equal(reg.convert(x, "torch").numpy(), x.to_numpy_ndarray())
 
 
+def _lists(offsets, values, otype=pa.int32(), vtype=pa.int64(), large=False):
+    maker = pa.LargeListArray if large else pa.ListArray
+    return maker.from_arrays(pa.array(offsets, otype), pa.array(values, vtype))
+
+
+def _alone(x, target):
+    """What a registry that never converted anything gives for ``x``, or the error's type."""
+    try:
+        return build().convert(x, target)
+    except Exception as e:  # noqa: BLE001 - compared with the kept plan's answer
+        return type(e)
+
+
+@pytest.mark.parametrize("target", ["torch", "numpy"])
+@pytest.mark.parametrize("large", [False, True])
+def test_a_kept_list_plan_reads_each_value_afresh(monkeypatch, target, large):
+    """After the fast form is made from a plain list column, columns of the same type with a
+    slice, a sliced child, a null row, a null item, offsets that decrease,
+    and no rows each convert as they do alone (the answer or the error); the plain ones take
+    the fast form (its compiled offsets check runs) and hand Arrow's own buffers over."""
+    from interop.adapters import arrow_nested
+
+    checked = []
+    real = arrow_nested.offsets_ok_at
+    monkeypatch.setattr(arrow_nested, "offsets_ok_at",
+                        lambda *a: checked.append(a) or real(*a))
+    otype = pa.int64() if large else pa.int32()
+    plain = _lists([0, 2, 2, 5], [1, 2, 3, 4, 5], otype, large=large)
+    reg = build()
+    for _ in range(4):  # the first walks, the kernel loads by the second check, then fast
+        got = reg.convert(plain, target)
+    assert checked, "the kept plan never took its fast form"
+    values, offsets = (got.values(), got.offsets()) if target == "torch" else tuple(got)
+    address = values.data_ptr() if target == "torch" else values.ctypes.data
+    assert address == plain.values.buffers()[1].address
+    assert offsets.tolist() == [0, 2, 2, 5]
+    child = pa.array([9, 1, 2, 3, 4, 5], pa.int64())[1:]
+    sliced_child = (pa.LargeListArray if large else pa.ListArray).from_arrays(
+        pa.array([0, 1, 5], otype), child)
+    bad = [pa.Array.from_buffers(plain.type, 3, [None, pa.py_buffer(np.array(
+        o, otype.to_pandas_dtype()).tobytes())],
+        children=[plain.values]) for o in ([0, 3, 2, 5],)]
+    others = [plain.slice(1, 2), sliced_child, _lists([0, 1, 3], [1, 2, 3], otype, large=large),
+              _lists(pa.array([0, 1, None, 3], otype), [1, 2, 3], otype, large=large),
+              _lists([0, 1, 3], [1, None, 3], otype, large=large), plain.slice(0, 0),
+              *bad, plain]
+    for x in others:
+        want = _alone(x, target)
+        try:
+            have = reg.convert(x, target)
+        except Exception as e:  # noqa: BLE001
+            have = type(e)
+        if isinstance(want, type):
+            assert have is want, (x, have, want)
+            continue
+        w = (want.values(), want.offsets()) if target == "torch" else tuple(want)
+        h = (have.values(), have.offsets()) if target == "torch" else tuple(have)
+        for a, b in zip(h, w):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert [np.asarray(h[0][a:b]).tolist() for a, b in zip(h[1].tolist(), h[1].tolist()[1:])] \
+            == x.to_pylist()
+
+
 def test_chunked_list_columns_and_number_columns_share_a_type_in_either_order():
     """A ChunkedArray of numbers and one of a list type are one Python type: whichever comes
     first, each converts as it does alone (and the list column's plan is kept)."""

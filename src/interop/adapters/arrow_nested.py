@@ -21,13 +21,15 @@ levels, whatever the depth.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InteropError, MalformedError, NullsError, UnsupportedConversionError
 from ..memo import arrow_type_key, extension_name, memo_by
 from ..view import BufferView
 from .base import CompositeAdapter, Parts, assembly, instance_test
-from .ragged import Jagged, check_offsets, describe_jagged, rebuild_jagged
+from .index_kernel import offsets_ok_at
+from .ragged import Jagged, check_offsets, describe_jagged, jagged_rebuilder
 
 RAGGED = (None, "offsets", "list", "pad")
 """The values of ``ragged=``."""
@@ -96,6 +98,7 @@ def _ids() -> dict[str, Any]:
     if not _IDS:
         pa, np = _pa(), _np()
         _IDS["fsl"] = pa.lib.Type_FIXED_SIZE_LIST
+        _IDS["lists"] = {pa.lib.Type_LIST: 32, pa.lib.Type_LARGE_LIST: 64}
         _IDS["leaf"] = {t.id: np.dtype(t.to_pandas_dtype()) for t in (
             pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
             pa.uint32(), pa.uint64(), pa.float16(), pa.float32(), pa.float64())}
@@ -220,9 +223,12 @@ def reader(x: Any) -> Any:
     (:attr:`~interop.adapters.base.CompositeAdapter.reader`): for a ``fixed_size_list`` (any
     depth) or a tensor without permutation of fixed-width numbers, the one N-D view of a value
     of the same Arrow type with rows, no nulls at any level (any held anywhere: the full walk)
-    and its leaf buffer in host memory, as :func:`parts` reads it; ``None`` for a list type."""
+    and its leaf buffer in host memory, as :func:`parts` reads it; for a ``list`` or
+    ``large_list`` of fixed-width numbers, :func:`_list_reader`."""
     ids = _IDS or _ids()
     t = x.type
+    if t.id in ids["lists"]:
+        return _list_reader(t, ids)
     tensor = extension_name(t) == TENSOR
     if tensor and list(t.permutation or range(len(t.shape))) != list(range(len(t.shape))):
         return None
@@ -255,6 +261,43 @@ def reader(x: Any) -> Any:
         flat = np.frombuffer(buf, dtype, n * size, (cur.offset + start) * itemsize)
         flat.flags.writeable = False  # Arrow's memory is immutable
         return (flat.reshape(n, *shape),)
+
+    return read
+
+
+def _list_reader(t: Any, ids: dict[str, Any]) -> Any:
+    """The fast reader of ``list``/``large_list`` values of type ``t`` over fixed-width
+    numbers: ``(values, offsets)`` as :func:`parts` reads them (read-only views), of a value of
+    type ``t`` with rows, no validity bitmap on the rows or the items, buffers in host memory,
+    offsets from 0 (a slice's are rebased by the walk, which says so) that the compiled check
+    passes (:func:`~interop.adapters.index_kernel.offsets_ok_at`: a fault, or no kernel
+    loaded, goes to the walk, which names it)."""
+    dtype = ids["leaf"].get(t.value_type.id)
+    if dtype is None:
+        return None
+    width = ids["lists"][t.id]
+    np, size, itemsize = _np(), width // 8, dtype.itemsize
+    otype = np.dtype(f"int{width}")
+
+    def read(v: Any) -> tuple[Any, ...] | None:
+        n = len(v)
+        if not n or v.type != t:
+            return None
+        valid, offs, items_valid, data = v.buffers()
+        if (valid is not None or items_valid is not None or data is None
+                or not offs.is_cpu or not data.is_cpu):
+            return None
+        child = v.values
+        items = len(child)
+        start = v.offset * size
+        if not offsets_ok_at(offs.address + start, n + 1, width, items):
+            return None
+        offsets = np.frombuffer(offs, otype, n + 1, start)
+        if offsets[0]:
+            return None
+        values = np.frombuffer(data, dtype, int(offsets[n]), child.offset * itemsize)
+        offsets.flags.writeable = values.flags.writeable = False  # Arrow's memory is immutable
+        return values, offsets
 
     return read
 
@@ -452,18 +495,32 @@ def buffers(x: Any) -> list[BufferView]:
 
 # ---- rebuilding on the target side -------------------------------------------------------
 def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
-    arrays, meta = dict(p.arrays), dict(p.meta)
+    return rebuilder(reg, p, tgt)(tuple(a for _, a in p.arrays))
+
+
+def rebuilder(reg: Any, p: Parts, tgt: str) -> Callable[[tuple[Any, ...]], Any]:
+    """The rebuild on ``tgt`` of parts of ``p``'s layout and meta, as a function of the
+    converted arrays: a tensor's one array (or ``tgt``'s tensor type), the rows as ``tgt``'s
+    ragged type or a :class:`Jagged`, per-row views (``ragged="list"``)."""
+    roles = tuple(r for r, _ in p.arrays)
     if p.layout == "tensor":
         made = assembly(reg, tgt, "tensor")  # a framework with a tensor type keeps its kind
-        return made[1](p) if made is not None else arrays["values"]
-    mode = meta["ragged"]
+        if made is None:
+            return _first
+        make = made[1]
+        return lambda arrays: make(p.with_arrays(tuple(zip(roles, arrays))))
+    mode = p.get("ragged")
     if mode is None:
-        return rebuild_jagged(reg, p, tgt)
-    values = arrays["values"]
+        return jagged_rebuilder(reg, p, tgt)
+    v, o = roles.index("values"), roles.index("offsets")
     if mode == "list":
-        bounds = meta["offsets"].tolist()
-        return [values[a:b] for a, b in zip(bounds, bounds[1:])]
-    return Jagged(values, arrays["offsets"])
+        bounds = p.get("offsets").tolist()
+        return lambda arrays: [arrays[v][a:b] for a, b in zip(bounds, bounds[1:])]
+    return lambda arrays: Jagged(arrays[v], arrays[o])
+
+
+def _first(arrays: tuple[Any, ...]) -> Any:
+    return arrays[0]
 
 
 def describe(reg: Any, p: Parts, tgt: str) -> str:
@@ -494,6 +551,7 @@ ARROW_NESTED = CompositeAdapter(
     parts=parts,
     buffers=buffers,
     rebuild=rebuild,
+    rebuilder=rebuilder,
     describe=describe,
     options=OPTIONS,
     home="pyarrow",

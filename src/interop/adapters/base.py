@@ -293,6 +293,11 @@ class CompositeAdapter:
     apart may copy a part (rebased offsets); ``None``: its parts are views of all of it."""
     rebuild: Callable[[RegistryLike, Parts, str], Any] | None = None
     """``(registry, converted parts, target)`` -> the value on the target side."""
+    rebuilder: Callable[[RegistryLike, Parts, str], Callable[[tuple[Any, ...]], Any]] | None \
+        = None
+    """``(registry, parts, target)`` -> :attr:`rebuild` bound to the layout and meta of
+    ``parts``: a function of the converted arrays in their role order (what a kept plan's fast
+    form calls per value, deciding nothing again); ``None``: :attr:`rebuild` over new parts."""
     convert: Callable[..., Any] | None = None
     """``(registry, x, target, copy=, device=, **options)`` -> the converted value, for a
     kind that converts itself; ``None``: its parts, converted, rebuilt."""
@@ -358,9 +363,10 @@ class CompositeAdapter:
     """``(value)`` -> the fast reader of values of the value's kind, decided once from it (its
     type, layout, dtypes, shape parameters): per call, a value's arrays in the order of its
     parts' roles, read as :attr:`parts` reads them, where the parts' layout and meta are the
-    value's it was made from; ``None`` for any other value (another type, nulls, a copy to
-    take it apart, a device), which the full walk then takes. ``None``: no fast reader (a
-    kind whose parts' meta changes per value: a shape, offsets)."""
+    value's it was made from, the value's invariants checked (offsets, indices); ``None`` for
+    any other value (another type, other meta, nulls, a copy to take it apart, a device, a
+    fault), which the full walk then takes (and names). Asked only of a value converted
+    without options. ``None``: no fast reader."""
     within: bool = False
     """Its values are values of :attr:`of`'s (else :attr:`home`'s) own type (a torch sparse
     tensor is a ``torch.Tensor``, a chunked list column a pyarrow ``ChunkedArray``): that

@@ -252,4 +252,14 @@ def offsets_ok(offsets: Any, items: int) -> bool | None:
     w = _width(offsets) if fns is not None else None
     if w is None or offsets.ndim != 1 or not offsets.shape[0]:
         return None
-    return not fns[f"offsets_{w}"](offsets.ctypes.data, offsets.shape[0], items)
+    return offsets_ok_at(offsets.ctypes.data, offsets.shape[0], w, items)
+
+
+def offsets_ok_at(address: int, n: int, width: int, items: int) -> bool | None:
+    """:func:`offsets_ok` of ``n`` (at least one) compact, aligned offsets of ``width`` bits at
+    ``address`` in host memory (an Arrow offsets buffer, read by its address: NumPy's
+    ``ctypes.data`` costs more than the check of a batch's offsets)."""
+    fns = functions()
+    if fns is None or n < 1:
+        return None
+    return not fns[f"offsets_{width}"](address, n, items)

@@ -4,6 +4,7 @@ rebuild and explain line every ``"jagged"`` composite shares."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import MalformedError, UnsupportedConversionError
@@ -95,9 +96,19 @@ def jagged_parts(j: Any) -> Parts:
 def rebuild_jagged(reg: Any, p: Parts, tgt: str) -> Any:
     """Converted ``values`` and ``offsets`` as ``tgt``'s ragged type where it has one
     (:func:`~interop.adapters.base.assembly`), else a :class:`Jagged` of them."""
+    return jagged_rebuilder(reg, p, tgt)(tuple(a for _, a in p.arrays))
+
+
+def jagged_rebuilder(reg: Any, p: Parts, tgt: str) -> Callable[[tuple[Any, ...]], Any]:
+    """:func:`rebuild_jagged` bound to ``tgt`` (the
+    :attr:`~interop.adapters.base.CompositeAdapter.rebuilder` of every jagged kind)."""
     made = assembly(reg, tgt, "jagged")
-    arrays = dict(p.arrays)
-    return made[1](p) if made is not None else Jagged(arrays["values"], arrays["offsets"])
+    roles = tuple(r for r, _ in p.arrays)
+    if made is not None:
+        make = made[1]
+        return lambda arrays: make(p.with_arrays(tuple(zip(roles, arrays))))
+    v, o = roles.index("values"), roles.index("offsets")
+    return lambda arrays: Jagged(arrays[v], arrays[o])
 
 
 def describe_jagged(reg: Any, p: Parts, tgt: str, what: str) -> str:
