@@ -385,6 +385,9 @@ def check(x, r: Raw, target: str, fmt, wrap: bool) -> str:
     copied = _copied(plan)
     shared = {k for k, p in before.items() if after.get(k) == p}
     assert set(before) - copied <= shared, (plan, before, after)
+    again = _quiet(interop.to_framework, x, target, **opts)  # the kept plan's fast form
+    assert _same(entries(again)[0], want, dtype), (again, plan)
+    assert shared == {k for k, p in before.items() if _pointers(again).get(k) == p}, plan
     assert plan.zero_copy == (shared == set(before)), (plan, shared)
     if plan.zero_copy:
         _quiet(interop.to_framework, x, target, copy=False, **opts)

@@ -93,7 +93,7 @@ def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, co
             leaves[(role, type(a), dense)] = fn
         return fn
 
-    fast: list[Convert] = []  # the fast form, made from the first value the walk converts
+    fast: list[Convert] = []  # the fast form, made from the last value the walk converted
 
     def by_parts(x: Any) -> Any:
         if fast:
@@ -121,13 +121,12 @@ def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, co
         dense = builder.dense or builder.of or tgt
         made = builder.rebuild(reg, parts.with_arrays(tuple(  # type: ignore[misc]
             (role, leaf(role, a, dense)(a)) for role, a in parts.arrays)), tgt)
-        if (not fast and adapter.reader is not None and not opts and fmt is None
-                and builder is adapter and not fixes and not parts.copied and not parts.nulls):
+        if (adapter.reader is not None and not opts and fmt is None and not fixes
+                and not parts.copied and not parts.nulls):  # the fast form, made from x
             read = adapter.reader(x)
             if read is not None:
-                fast.append(_fast(reg, read, parts, builder, tgt,
-                                  tuple(leaf(role, a, dense) for role, a in parts.arrays),
-                                  walk))
+                fast[:] = [_fast(reg, read, parts, builder, tgt,
+                                 tuple(leaf(role, a, dense) for role, a in parts.arrays), walk)]
         return made
 
     return by_parts

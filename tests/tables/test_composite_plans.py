@@ -58,9 +58,9 @@ def test_a_kept_tensor_plan_keeps_each_types_shape_and_permutation():
         np.testing.assert_array_equal(reg.convert(x, "torch").numpy(), x.to_numpy_ndarray())
 
 
-def _lists(offsets, values, otype=pa.int32(), vtype=pa.int64(), large=False):
+def _lists(offsets, values, otype, large=False):
     maker = pa.LargeListArray if large else pa.ListArray
-    return maker.from_arrays(pa.array(offsets, otype), pa.array(values, vtype))
+    return maker.from_arrays(pa.array(offsets, otype), pa.array(values, pa.int64()))
 
 
 def _alone(x, target):
@@ -165,6 +165,81 @@ def test_a_kept_sparse_plan_sorts_what_needs_sorting():
     t = reg.convert(unsorted, "torch")
     np.testing.assert_array_equal(t.to_dense().numpy(), unsorted.toarray())
     assert t.col_indices().tolist() == [0, 2, 1]
+
+
+def _dense_of(x):
+    if isinstance(x, torch.Tensor):
+        return x.to_dense().numpy()
+    return np.asarray(x.todense())
+
+
+def _buffers_of(x):
+    """A sparse result's index arrays and values as its framework holds them (with the
+    values' strides): what the conversion handed its constructor."""
+    if isinstance(x, torch.Tensor):
+        ptr, idx = ((x.crow_indices(), x.col_indices()) if x.layout == torch.sparse_csr
+                    else (x.ccol_indices(), x.row_indices()))
+        v = x.values()
+        return [ptr.numpy(), idx.numpy(), v.numpy(), v.stride()]
+    return [np.asarray(x.indptr), np.asarray(x.indices), np.asarray(x.data)]
+
+
+@pytest.mark.filterwarnings("ignore::interop.errors.NarrowingWarning")  # JAX without x64
+@pytest.mark.parametrize(("target", "fmt"), [("torch", "csr"), ("torch", "csc"), ("jax", "csr")])
+def test_a_kept_sparse_plan_reads_each_value_afresh(monkeypatch, target, fmt):
+    """After the fast form is made from a sorted matrix, matrices of the same type that are
+    unsorted, of another shape, without entries, of another index dtype, with an index out of
+    range, a decreasing pointer, strided values or read-only indices each convert as they do
+    alone (the answer or the error); the plain ones take the fast form (its compiled check
+    runs) and hand SciPy's own buffers over."""
+    from interop.adapters import scipy_
+
+    checked = []
+    real = scipy_.check_csr
+    monkeypatch.setattr(scipy_, "check_csr", lambda *a: checked.append(a) or real(*a))
+    make = sp.csr_array if fmt == "csr" else sp.csc_array
+    plain = make(np.array([[1.0, 0, 2], [0, 3, 0]]))
+    reg = build()
+    for _ in range(4):
+        got = reg.convert(plain, target)
+    assert checked, "the kept plan never took its fast form"
+    if target == "torch":
+        assert got.values().data_ptr() == plain.data.ctypes.data
+    np.testing.assert_array_equal(_dense_of(got), plain.toarray())
+
+    def raw(data, indices, indptr):
+        m = make(plain.shape)
+        m.data, m.indices, m.indptr = data, indices, indptr
+        return m
+
+    ptr = np.array([0, 2, 3] if fmt == "csr" else [0, 1, 2, 3], np.int32)
+    n = 3
+    readonly = ptr.copy()
+    readonly.flags.writeable = False
+    strided = np.arange(6.0)[::2]
+    others = [
+        raw(np.array([2.0, 1.0, 3.0]), np.array([2, 0, 1] if fmt == "csr" else [1, 0, 1],
+                                                np.int32), ptr),
+        make(np.eye(4)), make((2, 3)),
+        raw(np.array([1.0, 2.0, 3.0]), np.array([0, 2, 1], np.int64), ptr.astype(np.int64)),
+        raw(np.array([1.0, 2.0, 3.0]), np.array([0, 7, 1], np.int32), ptr),
+        raw(np.array([1.0, 2.0, 3.0]), np.array([0, 1, 1], np.int32),
+            np.array([0, 3, 2] if fmt == "csr" else [0, 3, 2, 3], np.int32)),
+        raw(strided, np.array([0, 2, 1] if fmt == "csr" else [0, 1, 0], np.int32), ptr),
+        raw(np.arange(1.0, n + 1), np.array([0, 1, 0], np.int32), readonly),
+        plain]
+    for x in others:
+        want = _alone(x, target)
+        try:
+            have = reg.convert(x, target)
+        except Exception as e:  # noqa: BLE001
+            have = type(e)
+        if isinstance(want, type):
+            assert have is want, (x, have, want)
+        else:
+            np.testing.assert_array_equal(_dense_of(have), x.toarray())
+            for a, b in zip(_buffers_of(have), _buffers_of(want), strict=True):
+                np.testing.assert_array_equal(a, b)
 
 
 def _pair_kind() -> CompositeAdapter:

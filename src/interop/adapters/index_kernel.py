@@ -239,10 +239,23 @@ def check_csr(indptr: Any, indices: Any, cols: int) -> tuple[bool, int] | None:
         return None
     out = (ctypes.c_int64 * 2)()
     fn = fns[f"csr_{pw}_{iw}"]
-    if fn(indptr.ctypes.data, indptr.shape[0] - 1, indices.ctypes.data, indices.shape[0],
+    if fn(_address(indptr), indptr.shape[0] - 1, _address(indices), indices.shape[0],
           cols, ctypes.addressof(out)):
         return None
-    return bool(out[0]), int(out[1])
+    return bool(out[0]), out[1]
+
+
+def _address(a: Any) -> int:
+    """The address of a compact host NumPy array's first element: through the buffer protocol
+    (a quarter of what NumPy's ``ctypes.data`` costs), or, for a read-only or empty array
+    (which ctypes does not take), ``ctypes.data``."""
+    try:
+        return ctypes.addressof(_BYTE.from_buffer(a))
+    except (TypeError, ValueError):  # read-only, or no bytes
+        return a.ctypes.data
+
+
+_BYTE = ctypes.c_char
 
 
 def offsets_ok(offsets: Any, items: int) -> bool | None:
@@ -252,7 +265,7 @@ def offsets_ok(offsets: Any, items: int) -> bool | None:
     w = _width(offsets) if fns is not None else None
     if w is None or offsets.ndim != 1 or not offsets.shape[0]:
         return None
-    return offsets_ok_at(offsets.ctypes.data, offsets.shape[0], w, items)
+    return offsets_ok_at(_address(offsets), offsets.shape[0], w, items)
 
 
 def offsets_ok_at(address: int, n: int, width: int, items: int) -> bool | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import sparse_parts as sparse
 from .base import Parts, instance_test, module
+from .index_kernel import check_csr
 
 _is_value = instance_test("scipy.sparse", "sparray", "spmatrix")
 _BUILT = ("csr", "csc", "coo", "bsr")
@@ -78,6 +79,41 @@ def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
     return m
 
 
+def _reader(m: Any) -> Any:
+    """The fast reader of CSR and CSC values of ``m``'s type, shape and dtypes
+    (:attr:`~interop.adapters.base.CompositeAdapter.reader`): ``(data, indices, indptr)`` of a
+    value whose compiled check (:func:`~interop.adapters.index_kernel.check_csr`) passes and
+    finds what it found in ``m`` (sorted and distinct indices, or not), with entries, compact
+    buffers and indices below 2**31 (a narrowing target's limit); any other value takes the
+    walk, which checks, decides and names what it finds."""
+    fmt, kind, shape = m.format, type(m), tuple(m.shape)
+    if fmt not in ("csr", "csc") or len(shape) != 2:
+        return None
+    cols, ptrs = (shape[1], (shape[0] + 1,)) if fmt == "csr" else (shape[0], (shape[1] + 1,))
+    dtypes = (m.data.dtype, m.indices.dtype, m.indptr.dtype)
+    first = check_csr(m.indptr, m.indices, cols)
+    if first is None:
+        return None
+    canonical = first[0]
+
+    def read(v: Any) -> tuple[Any, ...] | None:
+        if type(v) is not kind or v.format != fmt or v.shape != shape:
+            return None
+        data, indices, indptr = v.data, v.indices, v.indptr
+        nnz = indices.shape[0]
+        if ((data.dtype, indices.dtype, indptr.dtype) != dtypes or not nnz
+                or indptr.shape != ptrs or data.shape != (nnz,) or indices.ndim != 1
+                or not data.flags.c_contiguous or nnz >= _INT32):
+            return None
+        found = check_csr(indptr, indices, cols)
+        if found is None or found[0] != canonical or found[1] >= _INT32:
+            return None
+        return data, indices, indptr
+
+    return read
+
+
+_INT32 = 2**31 - 1
 _SCIPY_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                  "uint64", "float32", "float64", "float128", "complex64", "complex128",
                  "complex256")
@@ -92,6 +128,7 @@ SPARSE = sparse.kind(
     is_value=_is_value,
     parts=_parts,
     rebuild=_rebuild,
+    reader=_reader,
     target=True,
     of="scipy",
     dense="numpy",

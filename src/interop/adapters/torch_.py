@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import sys
 import threading
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -545,22 +546,29 @@ def _sparse_parts(t: Any) -> Parts:
 
 
 def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
-    """torch's constructor over the parts, its own invariant checks off: interop checked the
-    parts (:func:`~interop.adapters.sparse_parts.prepare`). torch's notice that compressed
-    layouts are in beta is about the constructor interop calls for the user, not about
-    anything the user did: it is not passed on (issue 36: no framework warning reaches a
-    user through interop; see :func:`_without_notice`)."""
+    """torch's constructor over the parts (:func:`_sparse_rebuilder`)."""
+    return _sparse_rebuilder(reg, parts, target)(tuple(a for _, a in parts.arrays))
+
+
+def _sparse_rebuilder(reg: Any, parts: Parts, target: str) -> Callable[[tuple[Any, ...]], Any]:
+    """torch's constructor of ``parts``' layout and shape, its own invariant checks off:
+    interop checked the parts (:func:`~interop.adapters.sparse_parts.prepare`), as a function
+    of the converted arrays. torch's notice that compressed layouts are in beta is about the
+    constructor interop calls for the user, not about anything the user did: it is not passed
+    on (issue 36: no framework warning reaches a user through interop; see
+    :func:`_without_notice`)."""
     import torch
 
-    a = dict(parts.arrays)
+    roles = tuple(r for r, _ in parts.arrays)
     size = sparse.shape(parts)
     if parts.layout == "coo":
-        return torch.sparse_coo_tensor(a["coords"], a["data"], size, check_invariants=False,
-                                       is_coalesced=sparse.canonical(parts))
+        c, d, coalesced = roles.index("coords"), roles.index("data"), sparse.canonical(parts)
+        coo = torch.sparse_coo_tensor
+        return lambda a: coo(a[c], a[d], size, check_invariants=False, is_coalesced=coalesced)
     build = {"csr": torch.sparse_csr_tensor, "csc": torch.sparse_csc_tensor,
              "bsr": torch.sparse_bsr_tensor}[parts.layout]
-    return _without_notice(build, a["indptr"], a["indices"], a["data"], size,
-                           check_invariants=False)
+    p, i, d = roles.index("indptr"), roles.index("indices"), roles.index("data")
+    return lambda a: _without_notice(build, a[p], a[i], a[d], size, check_invariants=False)
 
 
 _BETA_NOTICE = threading.Lock()
@@ -619,6 +627,7 @@ SPARSE = sparse.kind(
     is_value=_is_sparse,
     parts=_sparse_parts,
     rebuild=_sparse_rebuild,
+    rebuilder=_sparse_rebuilder,
     of="torch",
     layouts=("csr", "csc", "bsr", "coo"),
     needs={"coo": sparse.Needs(index_dtypes=("int64",), ndims=None, strided=False),
