@@ -80,16 +80,19 @@ def test_a_kept_list_plan_reads_each_value_afresh(monkeypatch, target, large):
     the fast form (its compiled offsets check runs) and hand Arrow's own buffers over."""
     from interop.adapters import arrow_nested
 
-    checked = []
-    real = arrow_nested.offsets_ok_at
-    monkeypatch.setattr(arrow_nested, "offsets_ok_at",
-                        lambda *a: checked.append(a) or real(*a))
+    fast, walked = [], []
+    real, walks = arrow_nested.offsets_ok_at, arrow_nested.check_offsets
+    monkeypatch.setattr(arrow_nested, "offsets_ok_at", lambda *a: fast.append(a) or real(*a))
+    monkeypatch.setattr(arrow_nested, "check_offsets",
+                        lambda *a: walked.append(a) or walks(*a))
     otype = pa.int64() if large else pa.int32()
     plain = _lists([0, 2, 2, 5], [1, 2, 3, 4, 5], otype, large=large)
     reg = build()
-    for _ in range(4):  # the first walks, the kernel loads by the second check, then fast
-        got = reg.convert(plain, target)
-    assert checked, "the kept plan never took its fast form"
+    for _ in range(3):  # the first walks, the kernel loads by the second check, then fast
+        reg.convert(plain, target)
+    fast.clear(), walked.clear()
+    got = reg.convert(plain, target)
+    assert len(fast) == 1 and not walked, "the kept plan did not take its fast form"
     values, offsets = (got.values(), got.offsets()) if target == "torch" else tuple(got)
     address = values.data_ptr() if target == "torch" else values.ctypes.data
     assert address == plain.values.buffers()[1].address
@@ -192,17 +195,25 @@ def test_a_kept_sparse_plan_reads_each_value_afresh(monkeypatch, target, fmt):
     range, a decreasing pointer, strided values or read-only indices each convert as they do
     alone (the answer or the error); the plain ones take the fast form (its compiled check
     runs) and hand SciPy's own buffers over."""
-    from interop.adapters import scipy_
+    from interop.adapters import scipy_, sparse_parts
 
-    checked = []
-    real = scipy_.check_csr
-    monkeypatch.setattr(scipy_, "check_csr", lambda *a: checked.append(a) or real(*a))
+    fast, walked = [], []
+    real, walks = scipy_.csr_checker, sparse_parts.check_csr
+
+    def spy(*a):
+        check = real(*a)
+        return None if check is None else (lambda *b: fast.append(b) or check(*b))
+
+    monkeypatch.setattr(scipy_, "csr_checker", spy)
+    monkeypatch.setattr(sparse_parts, "check_csr", lambda *a: walked.append(a) or walks(*a))
     make = sp.csr_array if fmt == "csr" else sp.csc_array
     plain = make(np.array([[1.0, 0, 2], [0, 3, 0]]))
     reg = build()
-    for _ in range(4):
-        got = reg.convert(plain, target)
-    assert checked, "the kept plan never took its fast form"
+    for _ in range(3):  # the first walks, the kernel loads by the second check, then fast
+        reg.convert(plain, target)
+    fast.clear(), walked.clear()
+    got = reg.convert(plain, target)
+    assert len(fast) == 1 and not walked, "the kept plan did not take its fast form"
     if target == "torch":
         assert got.values().data_ptr() == plain.data.ctypes.data
     np.testing.assert_array_equal(_dense_of(got), plain.toarray())

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .base import installed
@@ -218,31 +219,49 @@ def _width(a: Any) -> int | None:
 
         widths = _state["widths"] = {np.dtype(f"int{w}"): w for w in WIDTHS}
         _state["ndarray"] = np.ndarray
-    if type(a) is not _state["ndarray"]:  # (a subclass may hold no host buffer of its own)
-        return None
-    w = widths.get(a.dtype)
-    if w is None:
-        return None
+    w = widths.get(a.dtype) if _laid_out(a) else None
+    return w
+
+
+def _laid_out(a: Any) -> bool:
+    """Whether ``a`` is a host NumPy array (no subclass: it may hold no host buffer of its
+    own), compact and aligned."""
+    if type(a) is not _state["ndarray"]:
+        return False
     flags = a.flags
-    return w if flags.c_contiguous and flags.aligned else None
+    return flags.c_contiguous and flags.aligned
 
 
 def check_csr(indptr: Any, indices: Any, cols: int) -> tuple[bool, int] | None:
     """``(sorted and distinct, largest index or -1)`` of a valid 2-D compressed value whose
     ``indptr`` has ``rows + 1`` pointers; ``None`` where the kernel does not run or finds a
     fault (the caller's NumPy check then runs, and names it)."""
+    check = csr_checker(indptr, indices)
+    return None if check is None else check(indptr, indices, cols)
+
+
+def csr_checker(indptr: Any, indices: Any) -> Callable[[Any, Any, int], Any] | None:
+    """:func:`check_csr` for arrays of the dtypes of ``indptr`` and ``indices`` (the caller
+    hands it no others), its kernel function chosen once; ``None`` where it does not run."""
     fns = functions()
     if fns is None:
         return None
     pw, iw = _width(indptr), _width(indices)
     if pw is None or iw is None:
         return None
-    out = (ctypes.c_int64 * 2)()
-    fn = fns[f"csr_{pw}_{iw}"]
-    if fn(_address(indptr), indptr.shape[0] - 1, _address(indices), indices.shape[0],
-          cols, ctypes.addressof(out)):
-        return None
-    return bool(out[0]), out[1]
+    fn, laid_out, address = fns[f"csr_{pw}_{iw}"], _laid_out, _address
+    pair, at = ctypes.c_int64 * 2, ctypes.addressof
+
+    def check(indptr: Any, indices: Any, cols: int) -> tuple[bool, int] | None:
+        if not (laid_out(indptr) and laid_out(indices)):
+            return None
+        out = pair()
+        if fn(address(indptr), indptr.shape[0] - 1, address(indices), indices.shape[0], cols,
+              at(out)):
+            return None
+        return bool(out[0]), out[1]
+
+    return check
 
 
 def _address(a: Any) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import sparse_parts as sparse
 from .base import Parts, instance_test, module
-from .index_kernel import check_csr
+from .index_kernel import csr_checker
 
 _is_value = instance_test("scipy.sparse", "sparray", "spmatrix")
 _BUILT = ("csr", "csc", "coo", "bsr")
@@ -82,7 +82,7 @@ def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
 def _reader(m: Any) -> Any:
     """The fast reader of CSR and CSC values of ``m``'s type, shape and dtypes
     (:attr:`~interop.adapters.base.CompositeAdapter.reader`): ``(data, indices, indptr)`` of a
-    value whose compiled check (:func:`~interop.adapters.index_kernel.check_csr`) passes and
+    value whose compiled check (:func:`~interop.adapters.index_kernel.csr_checker`) passes and
     finds what it found in ``m`` (sorted and distinct indices, or not), with entries, compact
     buffers and indices below 2**31 (a narrowing target's limit); any other value takes the
     walk, which checks, decides and names what it finds."""
@@ -91,13 +91,14 @@ def _reader(m: Any) -> Any:
         return None
     cols, ptrs = (shape[1], (shape[0] + 1,)) if fmt == "csr" else (shape[0], (shape[1] + 1,))
     dtypes = (m.data.dtype, m.indices.dtype, m.indptr.dtype)
-    first = check_csr(m.indptr, m.indices, cols)
+    check = csr_checker(m.indptr, m.indices)
+    first = check(m.indptr, m.indices, cols) if check is not None else None
     if first is None:
         return None
     canonical = first[0]
 
     def read(v: Any) -> tuple[Any, ...] | None:
-        if type(v) is not kind or v.format != fmt or v.shape != shape:
+        if type(v) is not kind or v.shape != shape:  # (SciPy's type is its format)
             return None
         data, indices, indptr = v.data, v.indices, v.indptr
         nnz = indices.shape[0]
@@ -105,7 +106,7 @@ def _reader(m: Any) -> Any:
                 or indptr.shape != ptrs or data.shape != (nnz,) or indices.ndim != 1
                 or not data.flags.c_contiguous or nnz >= _INT32):
             return None
-        found = check_csr(indptr, indices, cols)
+        found = check(indptr, indices, cols)
         if found is None or found[0] != canonical or found[1] >= _INT32:
             return None
         return data, indices, indptr
