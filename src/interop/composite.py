@@ -73,7 +73,10 @@ def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, co
         def own(x: Any) -> Any:
             return convert(reg, x, tgt, copy=copy, device=device, **opts)
 
-        return own
+        if (adapter.reader is None or adapter.rebuilder is None or opts or copy is not None
+                or device is not None):
+            return own
+        return _own_fast(reg, adapter, tgt, own)
     fmt = _format(reg, adapter, opts)
     if opts and not adapter.options:
         from .route import no_options
@@ -159,6 +162,42 @@ def _fast(reg: RegistryLike, read: Callable[[Any], Any], parts: Parts, builder: 
         return make(tuple([f(a) for f, a in zip(convs, got)]))
 
     return run
+
+
+def _own_fast(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, own: Convert) -> Convert:
+    """The plan of a kind that converts itself (a table), with the fast form of the walk's
+    plans: made from a value ``own`` converted without a narrowing (whose reasons the kind
+    gathers and labels), that the kind's reader reads and its rebuilder builds for ``tgt``;
+    a value the fast form declines or refuses takes ``own`` (the kind's own answer, error
+    messages included), which makes the fast form anew from it."""
+    from . import narrowing
+
+    fast: list[Convert] = []
+
+    def first(x: Any) -> Any:
+        with narrowing.gather() as narrowed:
+            out = own(x)
+        for why in narrowed:
+            narrowing.warn(why)
+        read = adapter.reader(x) if not narrowed else None  # type: ignore[misc]
+        arrays = read(x) if read is not None else None
+        if arrays is not None:
+            whole = take(adapter, x, None, reg)
+            parts = Parts(whole.layout, tuple((r, a) for (r, _), a in zip(whole.arrays, arrays)))
+            if adapter.rebuilder(reg, parts, tgt) is not None:  # type: ignore[misc]
+                fast[:] = [_fast(reg, read, parts, adapter, tgt, tuple(
+                    reg.leaf_plan(a, tgt, None, None, None) for a in arrays), first)]
+        return out
+
+    def by_own(x: Any) -> Any:
+        if fast:
+            try:
+                return fast[0](x)
+            except InteropError:
+                return first(x)
+        return first(x)
+
+    return by_own
 
 
 def rebuilder(reg: RegistryLike, builder: CompositeAdapter, parts: Parts,

@@ -253,6 +253,70 @@ def test_a_kept_sparse_plan_reads_each_value_afresh(monkeypatch, target, fmt):
                 np.testing.assert_array_equal(a, b)
 
 
+def _answer(reg, x, target):
+    """``(result, error message, narrowing warnings)`` of converting ``x`` on ``reg``."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            out, err = reg.convert(x, target), None
+        except Exception as e:  # noqa: BLE001 - compared with a fresh registry's
+            out, err = None, f"{type(e).__name__}: {e}"
+    return out, err, [str(w.message) for w in seen]
+
+
+@pytest.mark.parametrize("target", ["torch", "numpy", "jax"])
+def test_a_kept_table_plan_reads_each_table_afresh(monkeypatch, target):
+    """After the fast form is made from a plain table, tables of the same schema with a null,
+    several chunks, a null inside a list column's items, another schema, and record batches
+    each convert as they do alone: the same columns, the same error message, the same
+    narrowing warnings; a plain table takes the fast form (the full path's column walk does
+    not run) and hands Arrow's own buffers over."""
+    from interop.tables import columns
+
+    walked = []
+    real = columns._dense_arrow_columns
+    monkeypatch.setattr(columns, "_dense_arrow_columns",
+                        lambda *a: walked.append(a) or real(*a))
+    emb = fsl(np.arange(12), 3)
+    plain = pa.table({"emb": emb, "label": pa.array(np.arange(4, dtype=np.int32))})
+    reg = build()
+    for _ in range(3):
+        _answer(reg, plain, target)
+    walked.clear()
+    got, err, warned = _answer(reg, plain, target)
+    assert err is None and not walked, "the kept plan did not take its fast form"
+    address = {"torch": lambda a: a.data_ptr(), "numpy": lambda a: a.ctypes.data,
+               "jax": lambda a: a.unsafe_buffer_pointer()}[target]
+    shared = address(got["emb"]) == emb.values.buffers()[1].address
+    assert shared == build().explain(plain, target).columns["emb"].zero_copy  # (JAX: aligned)
+    assert shared or target == "jax"
+    items = pa.FixedSizeListArray.from_arrays(pa.array([0.0, None, 2.0, 3.0, 4.0, 5.0,
+                                                        6.0, 7.0, 8.0, 9.0, 10.0, 11.0],
+                                                       pa.float32()), 3)
+    others = [
+        pa.table({"emb": emb, "label": pa.array([1, None, 3, 4], pa.int32())}),
+        pa.table({"emb": pa.chunked_array([emb.slice(0, 2), emb.slice(2)]),
+                  "label": pa.chunked_array([pa.array([1, 2], pa.int32()),
+                                             pa.array([3, 4], pa.int32())])}),
+        pa.table({"emb": items, "label": pa.array(np.arange(4, dtype=np.int32))}),
+        pa.table({"emb": emb, "label": pa.array(np.arange(4, dtype=np.int64))}),
+        pa.table({"label": pa.array(np.arange(4, dtype=np.int32)), "emb": emb}),
+        pa.record_batch({"emb": emb, "label": pa.array(np.arange(4, dtype=np.int32))}),
+        plain, plain.slice(1, 2)]
+    for x in others:
+        for _ in range(2):  # the second: the plan the first made, if any
+            have, have_err, have_warned = _answer(reg, x, target)
+            want, want_err, want_warned = _answer(build(), x, target)
+            assert (have_err, have_warned) == (want_err, want_warned), x
+            if want is None:
+                continue
+            assert type(have) is type(want) and list(have) == list(want)
+            for name in want:
+                np.testing.assert_array_equal(np.asarray(have[name]), np.asarray(want[name]))
+
+
 def _pair_kind() -> CompositeAdapter:
     """A toy kind within torch beside torch's own sparse kind: a float16 tensor of two
     elements that requires grad (one the dense fast form hands to its checked entry, as it

@@ -193,11 +193,12 @@ def _arrow_c_explain(reg: Any, x: Any, target: str, *, copy: bool | None = None,
 def _table_adapter(name: str, modules: tuple[str, ...], package: str,
                    is_value: Callable[[Any], bool], label: str, named_of: Callable,
                    stream: bool = False, devices: tuple[str, ...] = ("cpu",),
-                   same: str = "") -> CompositeAdapter:
+                   same: str = "", **fast: Any) -> CompositeAdapter:
+    """``fast``: the kind's ``reader`` and ``rebuilder`` (its kept plans' fast form)."""
     conv, expl = _converter(label, named_of, stream=stream, same=same)
     return CompositeAdapter(name=name, modules=modules, package=package, devices=devices,
                             is_value=is_value, convert=conv, explain=expl,
-                            parts=None if stream else _parts_of(named_of))
+                            parts=None if stream else _parts_of(named_of), **fast)
 
 
 def _parts_of(named_of: Callable[[Any], list]) -> Callable[[Any], Parts]:
@@ -227,12 +228,53 @@ def _cudf_explain(reg: Any, x: Any, target: str, *, copy: bool | None = None,
     return _explain(reg, "cuDF DataFrame", _cudf(x), target, copy, options)  # pragma: no cover
 
 
+def _arrow_reader(t: Any) -> Callable[[Any], tuple[Any, ...] | None] | None:
+    """The fast reader of Arrow tables and record batches of ``t``'s type and schema, every
+    column on the common path (:func:`~interop.tables.columns.plain_arrow`): each column of a
+    value without nulls, as that path hands it on (a list or tensor column's one chunk);
+    ``None`` for a value of another schema or with nulls, which the full path takes."""
+    from . import columns
+
+    hows = [columns.plain_arrow(f.type, True) for f in t.schema]
+    if None in hows:
+        return None
+    kind, schema = type(t), t.schema
+    chunks = tuple(i for i, how in enumerate(hows)
+                   if how == columns.CHUNK and kind.__name__ == "Table")
+    count = len(hows)
+
+    def read(v: Any) -> tuple[Any, ...] | None:
+        if type(v) is not kind or not v.schema.equals(schema):
+            return None
+        got = [v.column(i) for i in range(count)]
+        for c in got:
+            if c.null_count:
+                return None
+        for i in chunks:
+            if got[i].num_chunks == 1:
+                got[i] = got[i].chunk(0)
+        return tuple(got)
+
+    return read
+
+
+def _columns_rebuilder(reg: Any, parts: Parts, target: str) -> Any:
+    """The columns converted to an array framework as the table's ``Columns``; ``None`` for a
+    table target (which builds a table)."""
+    if target in TABLE_TARGETS:
+        return None
+    from .columns import Columns
+
+    names = tuple(n for n, _ in parts.arrays)
+    return lambda arrays: Columns(zip(names, arrays))
+
+
 ARROW_TABLE = _table_adapter("arrow-table", ("pyarrow",), "pyarrow",
                              instance_test("pyarrow", "Table"), "pyarrow Table", _arrow_table,
-                             same="pyarrow")
+                             same="pyarrow", reader=_arrow_reader, rebuilder=_columns_rebuilder)
 ARROW_BATCH = _table_adapter("arrow-batch", ("pyarrow",), "pyarrow",
                              instance_test("pyarrow", "RecordBatch"), "pyarrow RecordBatch",
-                             _arrow_table)
+                             _arrow_table, reader=_arrow_reader, rebuilder=_columns_rebuilder)
 ARROW_STREAM = _table_adapter("arrow-stream", ("pyarrow",), "pyarrow",
                               instance_test("pyarrow", "RecordBatchReader"),
                               "pyarrow RecordBatchReader", _arrow_table, stream=True)

@@ -512,12 +512,11 @@ def _dense_arrow_columns(reg: Any, named: list[tuple[Any, Any]], target: str,
         for n, c in named:
             if not isinstance(c, arrow) or c.null_count:
                 return None
-            kind = _arrow_kind(c.type)
-            if kind not in ("numeric", "bool"):
-                if not (nested and kind == "nested" and numeric_items(c.type)):
-                    return None
-                if isinstance(c, pa.ChunkedArray) and c.num_chunks == 1:
-                    c = c.chunk(0)  # its one chunk's parts are the column's (arrow_nested)
+            how = plain_arrow(c.type, nested)
+            if how is None:
+                return None
+            if how == CHUNK and isinstance(c, pa.ChunkedArray) and c.num_chunks == 1:
+                c = c.chunk(0)  # its one chunk's parts are the column's (arrow_nested)
             seen = len(got)
             try:
                 out[n] = reg.convert(c, target)
@@ -526,6 +525,20 @@ def _dense_arrow_columns(reg: Any, named: list[tuple[Any, Any]], target: str,
             got[seen:] = [f"column {n!r}: {why}" for why in got[seen:]]
     narrowed += got
     return out
+
+
+WHOLE, CHUNK = "whole", "chunk"
+
+
+def plain_arrow(t: Any, nested: bool) -> str | None:
+    """How the common table path (:func:`_dense_arrow_columns`) hands on an Arrow column of
+    type ``t`` without nulls: :data:`WHOLE` (numbers, booleans: the column as it is),
+    :data:`CHUNK` (where ``nested``: a list or tensor column of numbers, its one chunk where
+    it has one), ``None``: the column takes the full path."""
+    kind = _arrow_kind(t)
+    if kind in ("numeric", "bool"):
+        return WHOLE
+    return CHUNK if nested and kind == "nested" and numeric_items(t) else None
 
 
 def explain(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
