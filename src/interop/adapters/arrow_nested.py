@@ -245,6 +245,8 @@ def reader(x: Any) -> Any:
     for d in dims:
         size *= d
 
+    frombuffer, shape = np.frombuffer, (-1, *shape)
+
     def read(v: Any) -> tuple[Any, ...] | None:
         n = len(v)
         if not n or v.type != t:
@@ -258,9 +260,9 @@ def reader(x: Any) -> Any:
         buf = cur.buffers()[1]
         if cur.null_count or buf is None or not buf.is_cpu:
             return None
-        flat = np.frombuffer(buf, dtype, n * size, (cur.offset + start) * itemsize)
+        flat = frombuffer(buf, dtype, n * size, (cur.offset + start) * itemsize)
         flat.flags.writeable = False  # Arrow's memory is immutable
-        return (flat.reshape(n, *shape),)
+        return (flat.reshape(shape),)
 
     return read
 
