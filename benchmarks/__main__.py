@@ -1,6 +1,7 @@
 """``python -m benchmarks [--quick] [--only a,b] [--out DIR] [--machine NAME]``.
 
-Runs every benchmark (dispatch, sizes, tables, structures, nested, sparse, aos_soa, import_time,
+Runs every benchmark (dispatch, sizes, tables, structures, nested, sparse, composite, aos_soa,
+import_time,
 gpu, pool, dali, mldata) and writes
 ``<out>/<machine>.json``, ``<out>/<machine>.md`` and PNG plots (default out:
 ``benchmarks/results``). ``--quick`` uses tiny sizes and few repetitions (a smoke run).
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 SECTIONS = ("import_time", "dispatch", "sizes", "tables", "structures", "nested", "sparse",
-            "aos_soa", "gpu",
+            "composite", "aos_soa", "gpu",
             "pool", "dali", "mldata")
 HERE = Path(__file__).resolve().parent
 

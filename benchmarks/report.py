@@ -94,6 +94,14 @@ def bars(results: dict[str, Any]) -> list[dict[str, Any]]:
                                        f"({v['over_native_us']:+.2f} us over native)"
                                        for t, v in b.items()),
                     "pass": all(v["pass"] for v in b.values())})
+    c = results.get("composite")
+    if c and "rows" in c:
+        rows = c["rows"]
+        out.append({"bar": "composite values within their bars of the hand-written route ("
+                           + ", ".join(f"{k} {v['bar']}x" for k, v in rows.items()) + ")",
+                    "value": "; ".join(f"{k} x{v['ratio']:.2f}" for k, v in rows.items())
+                    + " (ratio of the best samples)",
+                    "pass": all(v["pass"] for v in rows.values())})
     a = results.get("aos_soa")
     if a and "bar" in a:
         b = a["bar"]
@@ -267,6 +275,23 @@ def sparse_markdown(sp: dict[str, Any]) -> list[str]:
     return lines
 
 
+def composite_markdown(c: dict[str, Any] | None) -> list[str]:
+    """Section 3e (``benchmarks/composite.py``): composite values against the hand route."""
+    if not c or "rows" not in c:
+        return []
+    lines = ["", "## 3e. Composite values against the hand-written route (kept plans, "
+             "interleaved rounds; best samples, the ratio of the best, and the median of the "
+             "per-round ratios)", "",
+             "| hand-over | interop us | hand-written route | hand us | ratio | per-round "
+             "median | bar |", "|---|---|---|---|---|---|---|"]
+    for v in c["rows"].values():
+        lines.append(f"| {v['label']} | {v['us']['interop']['min']:.1f} | `{v['hand']}` | "
+                     f"{v['us']['hand']['min']:.1f} | x{v['ratio']:.2f} | "
+                     f"x{v['paired_ratio']:.2f} | {v['bar']}x "
+                     f"{'PASS' if v['pass'] else 'FAIL'} |")
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
     lines = [f"# interop benchmarks: {meta['machine']}", "",
@@ -372,6 +397,7 @@ def markdown(results: dict[str, Any]) -> str:
     sp = results.get("sparse")
     if sp and "big" in sp:
         lines += sparse_markdown(sp)
+    lines += composite_markdown(results.get("composite"))
     a = results.get("aos_soa")
     if a and "gb_per_s" in a:
         lines += aos_markdown(a)
