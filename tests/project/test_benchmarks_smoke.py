@@ -24,7 +24,7 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path),
          "--machine", "smoke", "--no-plots", "--only", "import_time,dispatch,sizes,tables,"
-         "structures,nested,aos_soa,gpu,pool"],
+         "structures,nested,composite,aos_soa,gpu,pool"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     data = json.loads((tmp_path / "smoke.json").read_text())
@@ -79,8 +79,13 @@ def test_quick_benchmark_run_writes_results(tmp_path: Path) -> None:
             assert all(len(m["us"]) == len(pool["sizes"]) for m in modes.values()), modes
         assert set(pool["pipeline"]["modes"]) == {"own", "pool", "shared", "cached_pool"}
         assert all("held_mib" in m for m in pool["pipeline"]["modes"].values())
-    # the AoS<->SoA transpose has two (speed and first call), structures two (issue 30)
-    assert len(data["bars"]) == 8
+    rows = data["composite"]["rows"]  # issue 49: each row against its hand route, one bar
+    assert set(rows) == {"fsl", "tensor", "jagged", "table", "csr", "check"}
+    assert all(v["ratio"] > 0 and v["bar"] >= 1.0 for v in rows.values())
+    assert "## 3e. Composite values" in (tmp_path / "smoke.md").read_text()
+    # the AoS<->SoA transpose has two (speed and first call), structures two (issue 30),
+    # composite values one (issue 49)
+    assert len(data["bars"]) == 9
     aos = data["aos_soa"]  # anchors, mixed records, sweeps, first call, GPU rows (or why not)
     assert aos["fastest_anchor"]["aos_to_soa"].startswith("anchor_")
     assert aos["mixed"]["correct"] and aos["mixed"]["fields"] == 100
