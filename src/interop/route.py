@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .adapters.base import ArrayAdapter, CompositeAdapter, Edge, StructureAdapter
+from .adapters.base import (
+    ArrayAdapter,
+    CompositeAdapter,
+    Edge,
+    RegistryLike,
+    StructureAdapter,
+)
 from .arguments import check_copy
 from .errors import (
     DeviceError,
@@ -84,7 +90,7 @@ class Route:
                 f"no conversion path from {self.source} to {self.target} on {self.have[0]}")
 
 
-def decide(reg: Any, x: Any, target: str, device: Any = None, copy: bool | None = None,
+def decide(reg: RegistryLike, x: Any, target: str, device: Any = None, copy: bool | None = None,
            stream: Any = None, options: dict[str, Any] | None = None) -> Route:
     """The route of ``to_framework(x, target, device=, copy=, stream=, **options)``. Raises
     for arguments no call could take (a ``copy`` that is not a bool, an unknown target, an
@@ -185,7 +191,7 @@ def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
     return None
 
 
-def no_options(reg: Any, src: str, options: dict[str, Any]) -> InteropError:
+def no_options(reg: RegistryLike, src: str, options: dict[str, Any]) -> InteropError:
     """The error for ``options`` a ``src`` value takes none of."""
     from .names import unknown_option
 

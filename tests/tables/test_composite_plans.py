@@ -351,7 +351,7 @@ def test_two_kinds_within_one_framework():
 
 def test_the_registry_is_what_kinds_are_handed():
     """The Protocol typing the registry handed to kinds names methods the Registry has, with
-    the same parameters."""
+    the same parameters, and attributes each Registry holds."""
     import inspect
 
     from interop.adapters.base import RegistryLike
@@ -362,3 +362,5 @@ def test_the_registry_is_what_kinds_are_handed():
         if callable(member) and not name.startswith("_"):
             want = list(inspect.signature(member).parameters)[1:]
             assert list(inspect.signature(getattr(reg, name)).parameters) == want, name
+    for name in RegistryLike.__annotations__:
+        assert name in vars(reg), name

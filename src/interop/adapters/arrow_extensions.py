@@ -35,7 +35,7 @@ from typing import Any
 from ..errors import InteropError, MalformedError, NullsError, UnsupportedConversionError
 from ..memo import extension_name
 from . import arrow_nested
-from .base import CompositeAdapter, Parts, instance_test
+from .base import CompositeAdapter, Parts, RegistryLike, instance_test
 
 
 def _pa() -> Any:
@@ -333,7 +333,7 @@ def parts(x: Any, ragged: str | None = None, fill_value: Any = 0) -> Parts:
     return Parts(p.layout, p.arrays, meta, joined + p.copied, nulls)
 
 
-def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
+def rebuild(reg: RegistryLike, p: Parts, tgt: str) -> Any:
     """The converted parts on ``tgt``: one N-D array, the target's ragged type, or a list of
     one N-D array per row."""
     if p.layout != "rows":
@@ -341,7 +341,7 @@ def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
     return [a for _, a in p.arrays]
 
 
-def describe(reg: Any, p: Parts, tgt: str) -> str:
+def describe(reg: RegistryLike, p: Parts, tgt: str) -> str:
     if p.layout != "rows":
         return arrow_nested.describe(reg, p, tgt)
     return (f"{p.get('type')}: {len(p.arrays)} rows of their own shapes -> one "

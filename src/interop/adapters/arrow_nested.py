@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import InteropError, MalformedError, NullsError, UnsupportedConversionError
 from ..memo import arrow_type_key, extension_name, memo_by
 from ..view import BufferView
-from .base import CompositeAdapter, Parts, assembly, instance_test
+from .base import CompositeAdapter, Parts, RegistryLike, assembly, instance_test
 from .index_kernel import offsets_ok_at
 from .ragged import Jagged, check_offsets, describe_jagged, jagged_rebuilder
 
@@ -496,11 +496,11 @@ def buffers(x: Any) -> list[BufferView]:
 
 
 # ---- rebuilding on the target side -------------------------------------------------------
-def rebuild(reg: Any, p: Parts, tgt: str) -> Any:
+def rebuild(reg: RegistryLike, p: Parts, tgt: str) -> Any:
     return rebuilder(reg, p, tgt)(tuple(a for _, a in p.arrays))
 
 
-def rebuilder(reg: Any, p: Parts, tgt: str) -> Callable[[tuple[Any, ...]], Any]:
+def rebuilder(reg: RegistryLike, p: Parts, tgt: str) -> Callable[[tuple[Any, ...]], Any]:
     """The rebuild on ``tgt`` of parts of ``p``'s layout and meta, as a function of the
     converted arrays: a tensor's one array (or ``tgt``'s tensor type), the rows as ``tgt``'s
     ragged type or a :class:`Jagged`, per-row views (``ragged="list"``)."""
@@ -525,7 +525,7 @@ def _first(arrays: tuple[Any, ...]) -> Any:
     return arrays[0]
 
 
-def describe(reg: Any, p: Parts, tgt: str) -> str:
+def describe(reg: RegistryLike, p: Parts, tgt: str) -> str:
     arrays, meta = dict(p.arrays), dict(p.meta)
     v = arrays["values"]
     if p.layout == "tensor":

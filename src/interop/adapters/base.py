@@ -50,12 +50,15 @@ def _no_edges() -> list[Edge]:
 
 @runtime_checkable
 class RegistryLike(Protocol):
-    """What an adapter, a composite kind or a table module may use of the registry it is
-    handed (the ``Registry`` of ``interop.registry`` is one; nothing below it imports
-    it)."""
+    """What an adapter, a composite kind, a table module or the route decision may use of
+    the registry it is handed (the ``Registry`` of ``interop.registry`` is one; nothing below
+    it imports it)."""
 
     adapters: dict[str, Any]
     """The adapters by name."""
+    routes: Any
+    """The edges between the frameworks (an ``interop.routing.Routes``, which imports this
+    module)."""
 
     def convert(self, x: Any, target: str, *, device: Any = None, copy: bool | None = None,
                 stream: Any = None, **options: Any) -> Any:
@@ -68,8 +71,14 @@ class RegistryLike(Protocol):
     def owner(self, x: Any) -> str:
         """The name of the adapter owning ``x``."""
 
+    def target(self, name: str) -> str:
+        """The framework name for a target name or alias (case-insensitive)."""
+
     def composite(self, x: Any) -> CompositeAdapter | None:
         """The composite kind of ``x``, if any."""
+
+    def inner(self, name: str, x: Any) -> CompositeAdapter | None:
+        """The composite kind within framework ``name`` that ``x`` is a value of, if any."""
 
     def builder(self, target: str, layout: str) -> CompositeAdapter | None:
         """The kind that builds ``layout`` values of framework ``target``."""
@@ -80,6 +89,9 @@ class RegistryLike(Protocol):
     def leaf_plan(self, x: Any, target: str, device: Any, copy: bool | None, stream: Any,
                   options: dict[str, Any] | None = None) -> Callable[[Any], Any]:
         """The kept plan for values of ``type(x)`` (its fast form), or a call planning each."""
+
+    def declared_options(self) -> dict[str, tuple[str, ...]]:
+        """The options adapters declare for themselves, by adapter name."""
 
 
 @record
@@ -406,7 +418,7 @@ class StructureAdapter:
         return self.is_value(x)
 
 
-def assembly(reg: Any, tgt: str, layout: str) -> tuple[str, Callable[[Parts], Any]] | None:
+def assembly(reg: RegistryLike, tgt: str, layout: str) -> tuple[str, Callable[[Parts], Any]] | None:
     """``(call, make)``: how framework ``tgt`` builds its own value of ``layout`` from parts
     converted to it (:attr:`ArrayAdapter.assemble`); ``None``: it has
     no type of that layout."""

@@ -12,6 +12,7 @@ from .base import (
     ArrayAdapter,
     ConsumerRules,
     Parts,
+    RegistryLike,
     instance_test,
     module,
     readonly_source,
@@ -134,7 +135,7 @@ def _sparse_parts(m: Any) -> Parts:
     return Parts(fmt, (), (("shape", tuple(m.shape)),))  # dia: format= converts
 
 
-def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+def _sparse_rebuild(reg: RegistryLike, parts: Parts, target: str) -> Any:
     cs = module("cupyx.scipy.sparse")
     a, shape = dict(parts.arrays), sparse.shape(parts)
     if parts.layout == "coo":

@@ -36,6 +36,7 @@ from .base import (
     CompositeAdapter,
     Edge,
     Parts,
+    RegistryLike,
     fixed,
     instance_test,
     module,
@@ -170,7 +171,7 @@ def _ragged_why(tl: Any) -> str:
     return f"not dense: {len(tl)} {kind} ({shown})"
 
 
-def _padded(reg: Any, tl: Any, fill: Any) -> Any:
+def _padded(reg: RegistryLike, tl: Any, fill: Any) -> Any:
     """One batch of the samples padded to the largest extent of each dimension: a copy on the
     list's device (NumPy on the host, CuPy on a GPU), each sample read zero-copy. The samples
     are read without a stream (DALI's export then waits on the host), as the padding runs on
@@ -189,7 +190,7 @@ def _pad_refused(tl: Any) -> str:
             "zero-copy results drop ragged='pad' (a list of per-sample results)")
 
 
-def _convert_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
+def _convert_batch(reg: RegistryLike, tl: Any, target: str, *, copy: bool | None = None,
                    device: Any = None, stream: Any = None, **options: Any) -> Any:
     ragged, fill = _options(options)
     if tl.is_dense_tensor():
@@ -202,7 +203,7 @@ def _convert_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
     return reg.convert(_padded(reg, tl, fill), target, device=device, stream=stream)
 
 
-def _explain_batch(reg: Any, tl: Any, target: str, *, copy: bool | None = None,
+def _explain_batch(reg: RegistryLike, tl: Any, target: str, *, copy: bool | None = None,
                    **options: Any) -> Any:
     from ..plan import Plan, Step, of_parts
 

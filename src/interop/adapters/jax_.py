@@ -31,6 +31,7 @@ from .base import (
     Edge,
     NeedsCopy,
     Parts,
+    RegistryLike,
     instance_test,
     memo,
     memo_by,
@@ -408,7 +409,7 @@ def _sparse_parts(x: Any) -> Parts:
     return sparse.compressed("csr", x.data, x.indices, x.indptr, x.shape)
 
 
-def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+def _sparse_rebuild(reg: RegistryLike, parts: Parts, target: str) -> Any:
     js = module("jax.experimental.sparse")
     a, ok = dict(parts.arrays), sparse.canonical(parts)
     if parts.layout == "coo":

@@ -40,6 +40,7 @@ from .base import (
     ConsumerRules,
     Edge,
     Parts,
+    RegistryLike,
     fixed,
     gpu_probe,
     installed,
@@ -267,7 +268,7 @@ def _sparse_parts(t: Any) -> Parts:
     return sparse.compressed("csr", t.values(), t.cols(), t.crows(), shape)
 
 
-def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+def _sparse_rebuild(reg: RegistryLike, parts: Parts, target: str) -> Any:
     import paddle
 
     a, shape = dict(parts.arrays), list(sparse.shape(parts))

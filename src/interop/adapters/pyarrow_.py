@@ -23,6 +23,7 @@ from .base import (
     Edge,
     NeedsCopy,
     Parts,
+    RegistryLike,
     instance_test,
     memo,
     memo_by,
@@ -363,7 +364,7 @@ def _sparse_parts(x: Any) -> Parts:
     return sparse.compressed(layout, data.reshape(-1), indices, indptr, x.shape)
 
 
-def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+def _sparse_rebuild(reg: RegistryLike, parts: Parts, target: str) -> Any:
     pa = module("pyarrow")
     a, shape = dict(parts.arrays), list(sparse.shape(parts))
     if parts.layout == "coo":

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import MalformedError, UnsupportedConversionError
 from . import capsule
-from .base import Parts, assembly
+from .base import Parts, RegistryLike, assembly
 from .index_kernel import offsets_ok
 
 
@@ -93,13 +93,13 @@ def jagged_parts(j: Any) -> Parts:
     return Parts("jagged", (("values", j.values), ("offsets", j.offsets)))
 
 
-def rebuild_jagged(reg: Any, p: Parts, tgt: str) -> Any:
+def rebuild_jagged(reg: RegistryLike, p: Parts, tgt: str) -> Any:
     """Converted ``values`` and ``offsets`` as ``tgt``'s ragged type where it has one
     (:func:`~interop.adapters.base.assembly`), else a :class:`Jagged` of them."""
     return jagged_rebuilder(reg, p, tgt)(tuple(a for _, a in p.arrays))
 
 
-def jagged_rebuilder(reg: Any, p: Parts, tgt: str) -> Callable[[tuple[Any, ...]], Any]:
+def jagged_rebuilder(reg: RegistryLike, p: Parts, tgt: str) -> Callable[[tuple[Any, ...]], Any]:
     """:func:`rebuild_jagged` bound to ``tgt`` (the
     :attr:`~interop.adapters.base.CompositeAdapter.rebuilder` of every jagged kind)."""
     made = assembly(reg, tgt, "jagged")
@@ -111,7 +111,7 @@ def jagged_rebuilder(reg: Any, p: Parts, tgt: str) -> Callable[[tuple[Any, ...]]
     return lambda arrays: Jagged(arrays[v], arrays[o])
 
 
-def describe_jagged(reg: Any, p: Parts, tgt: str, what: str) -> str:
+def describe_jagged(reg: RegistryLike, p: Parts, tgt: str, what: str) -> str:
     """The explain line of ``what``, values and offsets, rebuilt by :func:`rebuild_jagged`."""
     made = assembly(reg, tgt, "jagged")
     arrays = dict(p.arrays)

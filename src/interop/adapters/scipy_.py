@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import sparse_parts as sparse
-from .base import Parts, instance_test, module
+from .base import Parts, RegistryLike, instance_test, module
 from .index_kernel import csr_checker
 
 _is_value = instance_test("scipy.sparse", "sparray", "spmatrix")
@@ -57,7 +57,7 @@ def _coords(rows: tuple[Any, ...]) -> tuple[Any, bool]:
     return out, True
 
 
-def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
+def _rebuild(reg: RegistryLike, parts: Parts, target: str) -> Any:
     """A ``*_array`` holding the parts' buffers, built empty and handed its buffers after:
     SciPy's constructors copy an array that is a view of a base more than twice its size
     (``_prune_array``: an aligned view, a slice of Arrow's buffer), and COO coordinates to

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import UnsupportedConversionError
 from . import sparse_parts as sparse
-from .base import Parts, instance_test, module
+from .base import Parts, RegistryLike, instance_test, module
 
 _is_value = instance_test("sparse", "COO", "GCXS")
 _AXES = {(0,): "csr", (1,): "csc"}
@@ -29,7 +29,7 @@ def _parts(x: Any) -> Parts:
     return sparse.compressed(layout, x.data, x.indices, x.indptr, x.shape)
 
 
-def _rebuild(reg: Any, parts: Parts, target: str) -> Any:
+def _rebuild(reg: RegistryLike, parts: Parts, target: str) -> Any:
     """Its constructors sort and sum an unsorted COO value themselves (a copy), so the
     value comes sorted (:attr:`~interop.adapters.sparse_parts.Needs.canonical`): interop
     does it, saying so."""

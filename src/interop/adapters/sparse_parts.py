@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import FrameworkMissingError, MalformedError, UnsupportedConversionError
 from ..memo import memo
 from ..record import record
-from .base import CompositeAdapter, Fix, Parts, module
+from .base import CompositeAdapter, Fix, Parts, RegistryLike, module
 from .index_kernel import check_csr
 
 COMPRESSED = {"csr": -2, "csc": -1, "bsr": -2}
@@ -134,7 +134,7 @@ def canonical(parts: Parts) -> bool:
 
 
 # ---- checking ----------------------------------------------------------------------------
-def check(reg: Any, parts: Parts) -> Parts:
+def check(reg: RegistryLike, parts: Parts) -> Parts:
     """``parts`` checked (:class:`MalformedError` for a broken invariant), with what was found:
     ``canonical`` (indices sorted and distinct) and ``index_max`` (the largest index value,
     index pointers included). Runs before any framework is handed the value, its own layout
@@ -156,7 +156,7 @@ def check(reg: Any, parts: Parts) -> Parts:
     return parts.replace(canonical=found, index_max=top, padded=padded, checked=True)
 
 
-def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...]]:
+def prepare(reg: RegistryLike, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...]]:
     """``parts`` (checked by :func:`check`) as ``builder`` takes them: COO coordinates as it
     lays them out, what it cannot hold refused (:class:`UnsupportedConversionError`), and the
     fixes its :class:`Needs` ask for."""
@@ -200,12 +200,12 @@ def prepare(reg: Any, parts: Parts, builder: Any) -> tuple[Parts, tuple[Fix, ...
     return parts, tuple(fixes)
 
 
-def _index_arrays(reg: Any, parts: Parts) -> dict[str, Any]:
+def _index_arrays(reg: RegistryLike, parts: Parts) -> dict[str, Any]:
     """The index arrays of ``parts`` by role, where they live (:func:`_local`)."""
     return {r: _local(reg, a) for r, a in parts.arrays if r in INDEX_ROLES}
 
 
-def _refuse_unbuildable(reg: Any, parts: Parts, builder: Any, needs: Needs) -> None:
+def _refuse_unbuildable(reg: RegistryLike, parts: Parts, builder: Any, needs: Needs) -> None:
     """What ``builder`` cannot hold, refused before any buffer moves: a number of dimensions,
     a value dtype, a value without entries."""
     dims = shape(parts)
@@ -236,7 +236,7 @@ def _refuse_unbuildable(reg: Any, parts: Parts, builder: Any, needs: Needs) -> N
             "format='dense' densifies it")
 
 
-def _refuse_narrowed(reg: Any, parts: Parts, builder: Any, host: dict[str, Any]) -> None:
+def _refuse_narrowed(reg: RegistryLike, parts: Parts, builder: Any, host: dict[str, Any]) -> None:
     """An index the target's dense route would narrow past its range (JAX with 64-bit types
     off holds int32 indices: an index of 2**33 + 7 would become 7), refused; indices that
     fit are narrowed as the target's dense rule says."""
@@ -391,7 +391,7 @@ def _compact(a: Any) -> bool:
     return tuple(reversed(strides)) == a.strides
 
 
-def _compacted(reg: Any, parts: Parts, roles: tuple[str, ...]) -> Parts:
+def _compacted(reg: RegistryLike, parts: Parts, roles: tuple[str, ...]) -> Parts:
     """The buffers ``roles`` copied compact (row-major), of their dtype, where they live."""
     return parts.replace({r: _fresh(_local(reg, parts.array(r), fix=True)) for r in roles})
 
@@ -410,12 +410,12 @@ def _to_widen(np: Any, host: dict[str, Any], takes: tuple[str, ...],
     return tuple(wide)
 
 
-def _widened(reg: Any, parts: Parts, roles: tuple[str, ...]) -> Parts:
+def _widened(reg: RegistryLike, parts: Parts, roles: tuple[str, ...]) -> Parts:
     return parts.replace({r: _fresh(_local(reg, parts.array(r), fix=True), "int64")
                           for r in roles})
 
 
-def _local(reg: Any, a: Any, fix: bool = False) -> Any:
+def _local(reg: RegistryLike, a: Any, fix: bool = False) -> Any:
     """``a`` where it lives, as an array of a namespace with NumPy's API: on the host a NumPy
     view; on a CUDA device a CuPy array of the same memory (CuPy's own as it is, torch's and
     JAX's handed over zero-copy: CuPy is the GPU hub). Without CuPy a device array is read
@@ -458,7 +458,7 @@ def _fresh(a: Any, dtype: Any = None) -> Any:
     return xp.array(a, dtype=a.dtype if dtype is None else dtype, order="C", copy=True)
 
 
-def _canonicalised(reg: Any, parts: Parts) -> Parts:
+def _canonicalised(reg: RegistryLike, parts: Parts) -> Parts:
     """The entries sorted (row-major, or by column within each row) and duplicates summed:
     new data and index arrays, where the value lives."""
     fresh_copy = _fresh

@@ -43,6 +43,7 @@ from .base import (
     Edge,
     NeedsCopy,
     Parts,
+    RegistryLike,
     fixed,
     gpu_probe,
     installed,
@@ -352,7 +353,7 @@ def _sparse_parts(st: Any) -> Parts:
                       sparse.NNZ_FIRST)
 
 
-def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+def _sparse_rebuild(reg: RegistryLike, parts: Parts, target: str) -> Any:
     a = dict(parts.arrays)
     return _tf().sparse.SparseTensor(a["coords"], a["data"], list(sparse.shape(parts)))
 

@@ -24,6 +24,7 @@ from .base import (
     Edge,
     NeedsCopy,
     Parts,
+    RegistryLike,
     instance_test,
     itemsize_aligned,
     misaligned_complex,
@@ -545,12 +546,13 @@ def _sparse_parts(t: Any) -> Parts:
     return Parts(layout, (), (("shape", tuple(t.shape)),))  # bsc: format= converts
 
 
-def _sparse_rebuild(reg: Any, parts: Parts, target: str) -> Any:
+def _sparse_rebuild(reg: RegistryLike, parts: Parts, target: str) -> Any:
     """torch's constructor over the parts (:func:`_sparse_rebuilder`)."""
     return _sparse_rebuilder(reg, parts, target)(tuple(a for _, a in parts.arrays))
 
 
-def _sparse_rebuilder(reg: Any, parts: Parts, target: str) -> Callable[[tuple[Any, ...]], Any]:
+def _sparse_rebuilder(reg: RegistryLike, parts: Parts,
+                      target: str) -> Callable[[tuple[Any, ...]], Any]:
     """torch's constructor of ``parts``' layout and shape, its own invariant checks off:
     interop checked the parts (:func:`~interop.adapters.sparse_parts.prepare`), as a function
     of the converted arrays. torch's notice that compressed layouts are in beta is about the
@@ -676,13 +678,13 @@ def _jagged_parts(t: Any) -> Parts:
                          "one run of values (a copy of the values and offsets)",))
 
 
-def _jagged_describe(reg: Any, p: Parts, tgt: str) -> str:
+def _jagged_describe(reg: RegistryLike, p: Parts, tgt: str) -> str:
     from .ragged import describe_jagged
 
     return describe_jagged(reg, p, tgt, "torch jagged nested tensor")
 
 
-def _jagged_rebuild(reg: Any, p: Parts, tgt: str) -> Any:
+def _jagged_rebuild(reg: RegistryLike, p: Parts, tgt: str) -> Any:
     from .ragged import rebuild_jagged
 
     return rebuild_jagged(reg, p, tgt)

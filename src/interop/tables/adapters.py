@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..adapters.base import CompositeAdapter, Parts, instance_test
+from ..adapters.base import CompositeAdapter, Parts, RegistryLike, instance_test
 from ..errors import InteropError, UnsupportedConversionError
 from . import TABLE_TARGETS, arrow_c
 
@@ -69,7 +69,7 @@ def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = Fa
                same: str = ""):
     """``same``: the table target the source already is (returned as it is, index and all)."""
 
-    def convert_table(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+    def convert_table(reg: RegistryLike, x: Any, target: str, *, copy: bool | None = None,
                       device: Any = None, **options: Any) -> Any:
         if target == same and copy is not True and not options and device is None:
             return x
@@ -81,7 +81,7 @@ def _converter(label: str, named_of: Callable[[Any], list], *, stream: bool = Fa
             named = named_of(x)
         return _convert(reg, label, named, target, copy, device, options, steps)
 
-    def explain_table(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+    def explain_table(reg: RegistryLike, x: Any, target: str, *, copy: bool | None = None,
                       **options: Any):
         from ..plan import Plan, Step
 
@@ -103,8 +103,8 @@ def _whole_table(options: dict[str, Any]) -> Any:
     return cols
 
 
-def _convert(reg: Any, label: str, named: list, target: str, copy: bool | None, device: Any,
-             options: dict[str, Any], steps: tuple[Step, ...] = ()) -> Any:
+def _convert(reg: RegistryLike, label: str, named: list, target: str, copy: bool | None,
+             device: Any, options: dict[str, Any], steps: tuple[Step, ...] = ()) -> Any:
     from . import build, columns
 
     if target in TABLE_TARGETS:
@@ -115,7 +115,7 @@ def _convert(reg: Any, label: str, named: list, target: str, copy: bool | None, 
                            options=options)
 
 
-def _explain(reg: Any, label: str, named: list, target: str, copy: bool | None,
+def _explain(reg: RegistryLike, label: str, named: list, target: str, copy: bool | None,
              options: dict[str, Any], **kw: Any) -> Any:
     from . import build, columns
 
@@ -125,7 +125,7 @@ def _explain(reg: Any, label: str, named: list, target: str, copy: bool | None,
     return columns.explain(reg, label, named, target, copy=copy, options=options, **kw)
 
 
-def _explain_stream(reg: Any, label: str, x: Any, target: str, copy: bool | None,
+def _explain_stream(reg: RegistryLike, label: str, x: Any, target: str, copy: bool | None,
                     options: dict[str, Any]) -> Any:
     """A stream is read once: plan from its schema; chunking is unknown until it is read."""
     from ..plan import Step
@@ -146,7 +146,7 @@ def _explain_stream(reg: Any, label: str, x: Any, target: str, copy: bool | None
         else _explain(reg, label, named, target, copy, options)
 
 
-def _arrow_c_convert(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+def _arrow_c_convert(reg: RegistryLike, x: Any, target: str, *, copy: bool | None = None,
                      device: Any = None, **options: Any) -> Any:
     label = f"{type(x).__module__}.{type(x).__qualname__} (Arrow PyCapsule)"
     if arrow_c.has_array(x):
@@ -171,7 +171,7 @@ def _arrow_c_convert(reg: Any, x: Any, target: str, *, copy: bool | None = None,
     return reg.convert(imp, target, copy=copy, device=device)
 
 
-def _arrow_c_explain(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+def _arrow_c_explain(reg: RegistryLike, x: Any, target: str, *, copy: bool | None = None,
                      **options: Any):
     from ..plan import Step
     from . import columns
@@ -218,12 +218,12 @@ def _is_arrow_c(x: Any) -> bool:
     return arrow_c.is_arrow_c(x)
 
 
-def _cudf_convert(reg: Any, x: Any, target: str, **kw: Any) -> Any:  # pragma: no cover
+def _cudf_convert(reg: RegistryLike, x: Any, target: str, **kw: Any) -> Any:  # pragma: no cover
     return _convert(reg, "cuDF DataFrame", _cudf(x), target, kw.pop("copy", None),
                     kw.pop("device", None), kw)
 
 
-def _cudf_explain(reg: Any, x: Any, target: str, *, copy: bool | None = None,
+def _cudf_explain(reg: RegistryLike, x: Any, target: str, *, copy: bool | None = None,
                   **options: Any):
     return _explain(reg, "cuDF DataFrame", _cudf(x), target, copy, options)  # pragma: no cover
 
@@ -258,7 +258,7 @@ def _arrow_reader(t: Any) -> Callable[[Any], tuple[Any, ...] | None] | None:
     return read
 
 
-def _columns_rebuilder(reg: Any, parts: Parts, target: str) -> Any:
+def _columns_rebuilder(reg: RegistryLike, parts: Parts, target: str) -> Any:
     """The columns converted to an array framework as the table's ``Columns``; ``None`` for a
     table target (which builds a table)."""
     if target in TABLE_TARGETS:
@@ -296,7 +296,7 @@ ARROW_C = CompositeAdapter(name="arrow-c", package="pyarrow", is_value=_is_arrow
 ADAPTERS = [ARROW_TABLE, ARROW_BATCH, ARROW_STREAM, PANDAS_DF, POLARS_DF, CUDF, ARROW_C]
 
 
-def columns_of(reg: Any, x: Any, target: str, **kw: Any) -> Any:
+def columns_of(reg: RegistryLike, x: Any, target: str, **kw: Any) -> Any:
     """Per-column conversion even when ``target`` is a table framework (pyarrow, pandas,
     polars): ``{name: pyarrow.Array}`` rather than a ``pa.Table``."""
     from . import columns

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..adapters.base import RegistryLike
 from ..errors import InteropError, MalformedError, UnsupportedConversionError
 from ..plan import Plan, Step
 from . import TABLE_TARGETS
@@ -56,7 +57,7 @@ def _source_lengths(named: list[tuple[str, Any]]) -> dict[str, int]:
     return out
 
 
-def _masked(reg: Any, values: Any, mask: Any, copy: bool | None) -> Any:
+def _masked(reg: RegistryLike, values: Any, mask: Any, copy: bool | None) -> Any:
     import numpy as np
     import pyarrow as pa
 
@@ -72,7 +73,7 @@ def _masked(reg: Any, values: Any, mask: Any, copy: bool | None) -> Any:
                                  null_count=int(len(m) - m.sum()), offset=arr.offset)
 
 
-def to_arrow_arrays(reg: Any, cols: Mapping, *,
+def to_arrow_arrays(reg: RegistryLike, cols: Mapping, *,
                     copy: bool | None = None) -> tuple[list[str], list[Any]]:
     """Names and pyarrow arrays over the columns' buffers."""
     named = _named(cols)
@@ -90,7 +91,7 @@ def to_arrow_arrays(reg: Any, cols: Mapping, *,
     return names, arrays
 
 
-def arrow_table(reg: Any, cols: Mapping, *, copy: bool | None = None) -> Any:
+def arrow_table(reg: RegistryLike, cols: Mapping, *, copy: bool | None = None) -> Any:
     """A ``pyarrow.Table`` over the columns' own buffers (see the module doc)."""
     import pyarrow as pa
 
@@ -98,7 +99,7 @@ def arrow_table(reg: Any, cols: Mapping, *, copy: bool | None = None) -> Any:
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def record_batch(reg: Any, cols: Mapping, *, copy: bool | None = None) -> Any:
+def record_batch(reg: RegistryLike, cols: Mapping, *, copy: bool | None = None) -> Any:
     """A ``pyarrow.RecordBatch`` over the columns' own buffers."""
     import pyarrow as pa
 
@@ -107,7 +108,7 @@ def record_batch(reg: Any, cols: Mapping, *, copy: bool | None = None) -> Any:
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def build(reg: Any, cols: Mapping, target: str, *, copy: bool | None = None) -> Any:
+def build(reg: RegistryLike, cols: Mapping, target: str, *, copy: bool | None = None) -> Any:
     """``{name: array}`` -> a table of framework ``target`` (pyarrow, pandas, polars, cudf)."""
     if target == "pyarrow":
         return arrow_table(reg, cols, copy=copy)
@@ -145,7 +146,7 @@ def _levels(table: Any) -> Any:
     return table
 
 
-def _to_pandas(reg: Any, cols: Mapping, copy: bool | None) -> Any:
+def _to_pandas(reg: RegistryLike, cols: Mapping, copy: bool | None) -> Any:
     import pandas as pd
 
     named = _named(cols)
@@ -163,7 +164,8 @@ def _to_pandas(reg: Any, cols: Mapping, copy: bool | None) -> Any:
     return pd.DataFrame(series, copy=False)
 
 
-def _to_cudf(reg: Any, cols: Mapping, copy: bool | None) -> Any:  # pragma: no cover - needs a GPU
+def _to_cudf(reg: RegistryLike, cols: Mapping,  # pragma: no cover - needs a GPU
+             copy: bool | None) -> Any:
     """cuDF columns over each device array's ``__cuda_array_interface__`` (cudf.Series)."""
     import cudf
 
@@ -180,13 +182,13 @@ def _to_cudf(reg: Any, cols: Mapping, copy: bool | None) -> Any:  # pragma: no c
     return cudf.DataFrame(out)
 
 
-def _cudf_column(reg: Any, v: Any, copy: bool | None) -> Any:
+def _cudf_column(reg: RegistryLike, v: Any, copy: bool | None) -> Any:
     """A cuDF Series over a device value's buffer, or over a device copy of host data."""
     on_device = reg.adapters[reg.owner(v)].device(v)[0] == "cuda"
     return reg.convert(v, "cudf", copy=copy, device=None if on_device else "cuda")
 
 
-def explain(reg: Any, source: str, cols: Mapping, target: str, *,
+def explain(reg: RegistryLike, source: str, cols: Mapping, target: str, *,
             copy: bool | None = None) -> TablePlan:
     """The plan of :func:`build`: per column the registry's plan to pyarrow (or pandas)."""
     named = _named(cols)

@@ -33,6 +33,7 @@ from typing import Any
 from .. import narrowing
 from ..adapters.arrow_extensions import ours
 from ..adapters.arrow_nested import numeric_items
+from ..adapters.base import RegistryLike
 from ..errors import InteropError, NullsError, UnsupportedConversionError, ZeroCopyError
 from ..memo import ARROW_TYPE_ID, extension_name, memo_by
 from ..names import CALL_OPTIONS, TABLE_OPTIONS, did_you_mean
@@ -457,7 +458,7 @@ def _raise_errors(source: str, preps: dict[Any, Prepared], nulls: str) -> None:
     raise ZeroCopyError(f"copy=False but {source} needs a copy: {'; '.join(zc)}")
 
 
-def convert(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
+def convert(reg: RegistryLike, source: str, named: list[tuple[Any, Any]], target: str, *,
             copy: bool | None, device: Any, options: dict[str, Any],
             pre_steps: tuple[Step, ...] = ()) -> Columns:
     """Convert each column to ``target``; ``Columns`` of arrays (or ``(values, mask)``)."""
@@ -497,7 +498,7 @@ def _warn_narrowed(source: str, narrowed: list[str]) -> None:
         narrowing.warn(f"{source}: " + "; ".join(narrowed))
 
 
-def _dense_arrow_columns(reg: Any, named: list[tuple[Any, Any]], target: str,
+def _dense_arrow_columns(reg: RegistryLike, named: list[tuple[Any, Any]], target: str,
                          narrowed: list[str], nested: bool = False) -> Columns | None:
     """The common table, Arrow columns of numbers or booleans without nulls (and, where
     ``nested``: no ``ragged=`` asked, list and tensor columns of numbers without null rows),
@@ -541,7 +542,7 @@ def plain_arrow(t: Any, nested: bool) -> str | None:
     return CHUNK if nested and kind == "nested" and numeric_items(t) else None
 
 
-def explain(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
+def explain(reg: RegistryLike, source: str, named: list[tuple[Any, Any]], target: str, *,
             copy: bool | None,
             options: dict[str, Any], pre_steps: tuple[Step, ...] = (),
             pre_reasons: tuple[str, ...] = (), zero_copy_known: bool = True) -> TablePlan:
@@ -568,7 +569,7 @@ def explain(reg: Any, source: str, named: list[tuple[Any, Any]], target: str, *,
                      error=error_kind, columns=plans)
 
 
-def column_plan(reg: Any, source: str, name: Any, p: Prepared, target: str,
+def column_plan(reg: RegistryLike, source: str, name: Any, p: Prepared, target: str,
                 copy: bool | None, options: dict[str, Any] | None = None) -> Plan:
     if p.error is not None:
         kind, reason = p.error
