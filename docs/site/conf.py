@@ -50,7 +50,8 @@ nitpick_ignore = [("py:class", name) for name in (
     "interop.adapters.rules.ConsumerRules", "interop.view.BufferView", "BufferView",
     "interop.adapters.edge.Edge", "mempool.pool.Settings", "mempool.pool.DeviceStack",
     "mempool.adapters._base.Unrestored", "mempool.adapters._base.FrameworkStatus",
-    "mempool.adapters._base.FrameworkAdapter", "interop.transpose.cpu.Kernel", "Kernel")]
+    "mempool.adapters._base.FrameworkAdapter", "interop.transpose.cpu.Kernel", "Kernel",
+    "interop.adapters.base.RegistryLike", "RegistryLike")]
 
 autodoc_default_options = {"members": True, "member-order": "bysource"}
 autodoc_typehints = "signature"
