@@ -91,7 +91,7 @@ def _move_plan(reg: Any, x: Any, route: Any, device: Any, copy: bool | None) -> 
     runner's :meth:`~interop.runner.Runner.move` refuses it, then the copy's placement."""
     src, tgt, have, move = route.source, route.target, route.have, route.move
     copying = reg.runner.copy_description("numpy", tgt)  # the host copy a move makes
-    narrow = _planned_cast(reg, copying, src, x) if have[0] == "cpu" else None
+    narrow = _planned_cast(reg, copying, src, x, host=have[0] == "cpu")
     cast = f", cast to {narrow[0]}" if narrow is not None else ""
     if move[1] is None:  # host data for a device-only target
         step = Step(src, tgt, "copy to the current CUDA device" + cast, True)
@@ -158,12 +158,14 @@ def _copy_plan(reg: Any, at: str, tgt: str, reasons: list[str], hazards: list[st
     return Plan(src, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
 
-def _planned_cast(reg: Any, route: Any, at: str, value: Any) -> tuple[str, str] | None:
+def _planned_cast(reg: Any, route: Any, at: str, value: Any,
+                  host: bool = True) -> tuple[str, str] | None:
     """``(dtype name, why)`` of the cast the copy ``route`` (or a move, which casts as it
-    does) makes of ``value``, a value of ``at``, or ``None``."""
+    does) makes of ``value``, a value of ``at``, or ``None``; ``host``: the value may be read
+    on the host for its dtype (device data is not: that read would copy it)."""
     if route.narrows is None or value is None:
         return None
-    dtype = _dtype_string(reg.adapters[at], value)
+    dtype = _dtype_string(reg.adapters[at], value, host)
     narrow = route.cast(dtype) if dtype is not None else None
     if narrow is None:
         return None
@@ -197,13 +199,15 @@ def _refused_after_copy(reg: Any, route: Any, at: str,
     return reg.runner.refused(arr, route.edges or ())
 
 
-def _dtype_string(adapter: Any, x: Any) -> str | None:
-    """The dtype string of ``x``: its buffer view's, or its host NumPy array's."""
+def _dtype_string(adapter: Any, x: Any, host: bool = True) -> str | None:
+    """The dtype string of ``x``: its buffer view's, or (``host``) its host NumPy array's."""
     try:
         if adapter.view is not None:
             return adapter.view(x).dtype
     except Exception:  # no single buffer (nulls, chunks): read it on the host
         pass
+    if not host:
+        return None
     try:
         return dlpack.typestr_of(adapter.to_numpy(x).dtype)
     except Exception:  # the conversion itself names what is wrong

@@ -149,3 +149,37 @@ def test_the_cast_is_read_per_value_when_64_bit_types_are_turned_on():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and "OK" in out.stdout, out.stderr[-2000:]
+
+
+class DeviceDataStandIn:
+    """A stand-in for a device array: its values in ``a`` (host memory here), on CUDA device 0
+    as its adapter says; its buffer view reads ``a``'s own dtype string."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+
+@pytest.mark.parametrize("copy", [None, True])
+def test_a_move_of_device_data_into_jax_names_the_cast_the_move_makes(copy):
+    """Device data moved to the host for JAX is cast as JAX (64-bit types off) holds it, and
+    explain says so, reading the dtype from the value's buffer view (a host read would copy
+    device data). It named no cast: the move plan read the dtype of host data only."""
+    from interop.adapters.base import ArrayAdapter
+    from interop.view import BufferView
+
+    reg = build()
+    reg.add(ArrayAdapter(
+        name="ondevice", devices=("cpu", "cuda"), target=False,
+        is_value=lambda x: isinstance(x, DeviceDataStandIn), device=lambda x: ("cuda", 0),
+        to_numpy=lambda x: np.array(x.a),
+        view=lambda x: BufferView(0, x.a.shape, x.a.strides, x.a.itemsize, x.a.dtype.str,
+                                  ("cuda", 0))))
+    a = np.arange(4.0)
+    plan = reg.explain(DeviceDataStandIn(a), "jax", "cpu", copy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = reg.convert(DeviceDataStandIn(a), "jax", device="cpu", copy=copy)
+    narrowed = [str(w.message) for w in caught if issubclass(w.category, NarrowingWarning)]
+    assert plan.supported and [s.via for s in plan.steps] == [
+        f"copy to cpu:0, cast to {_dtype(y)}"], plan
+    assert _dtype(y) == np.float32 and narrowed == [plan.reasons[-1]], (plan, narrowed)
