@@ -1,5 +1,5 @@
 """The runner: compiles a route into the callable a conversion runs, and runs what no route
-does alone (the copy route, device moves).
+does alone (the copy route :mod:`interop.copyroute` describes, device moves).
 
 A compiled plan is a chain of checked steps (each asks its edge's check, then converts or
 acts on the verdict) and, for ``copy=None``, their fast form (:mod:`interop.fastplan`).
