@@ -183,3 +183,41 @@ def test_a_move_of_device_data_into_jax_names_the_cast_the_move_makes(copy):
     assert plan.supported and [s.via for s in plan.steps] == [
         f"copy to cpu:0, cast to {_dtype(y)}"], plan
     assert _dtype(y) == np.float32 and narrowed == [plan.reasons[-1]], (plan, narrowed)
+
+
+class Sealed:
+    """A value of a framework that only its own kind of source reaches (no edge from NumPy)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+
+class Feeder:
+    """A value that converts to ``Sealed`` by its own edge, and reads to NumPy."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+
+def test_a_copy_with_no_path_after_it_is_unsupported_as_the_conversion_raises():
+    """copy=True copies with NumPy and goes on from there; where NumPy reaches no step to the
+    target, the conversion raises UnsupportedConversionError, and explain says so (it listed
+    the copy and no step after it, supported)."""
+    from interop.adapters.base import ArrayAdapter, Edge, fixed
+    from interop.errors import UnsupportedConversionError
+
+    reg = build()
+    reg.add(ArrayAdapter(name="sealed", package="numpy",  # importable: installed
+                         is_value=lambda x: isinstance(x, Sealed),
+                         to_numpy=lambda s: s.a, edges=lambda: []))
+    reg.add(ArrayAdapter(name="feeder", target=False, is_value=lambda x: isinstance(x, Feeder),
+                         to_numpy=lambda f: f.a,
+                         edges=lambda: [Edge("feeder", "sealed", "Sealed(f.a)",
+                                             fixed(lambda f: Sealed(f.a)))]))
+    a = np.arange(3.0)
+    assert isinstance(reg.convert(Feeder(a), "sealed"), Sealed)  # its own edge, no copy
+    plan = reg.explain(Feeder(a), "sealed", copy=True)
+    with pytest.raises(UnsupportedConversionError, match="no conversion path from numpy"):
+        reg.convert(Feeder(a), "sealed", copy=True)
+    assert not plan.supported and plan.error == "unsupported", plan
+    assert "no conversion path from numpy to sealed" in plan.reasons[-1]
