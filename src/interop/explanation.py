@@ -8,7 +8,8 @@ from typing import Any
 
 from . import composite, devices
 from .adapters.base import NEEDS_COPY, NULLS, UNSUPPORTED, NeedsCopy
-from .errors import FrameworkMissingError, InteropError, NullsError
+from .copyroute import empty
+from .errors import InteropError, NullsError
 from .plan import Plan, Step
 from .protocols import dlpack
 from .route import COMPOSITE, STRUCTURE, decide
@@ -89,7 +90,8 @@ def _move_plan(reg: Any, x: Any, route: Any, device: Any, copy: bool | None) -> 
     without ``copy=True``, what its own plan to host NumPy refuses: nulls) is refused as the
     runner's :meth:`~interop.runner.Runner.move` refuses it, then the copy's placement."""
     src, tgt, have, move = route.source, route.target, route.have, route.move
-    narrow = _planned_narrowing(reg, src, x, tgt) if have[0] == "cpu" else None
+    copying = reg.runner.copy_description("numpy", tgt)  # the host copy a move makes
+    narrow = _planned_cast(reg, copying, src, x, host=have[0] == "cpu")
     cast = f", cast to {narrow[0]}" if narrow is not None else ""
     if move[1] is None:  # host data for a device-only target
         step = Step(src, tgt, "copy to the current CUDA device" + cast, True)
@@ -102,7 +104,7 @@ def _move_plan(reg: Any, x: Any, route: Any, device: Any, copy: bool | None) -> 
     reasons = (why,) if narrow is None else (why, narrow[1])
     if copy is False:  # refused first, as the conversion itself refuses it
         return Plan(src, tgt, (step,), False, reasons, supported=False, error="zero-copy")
-    refused = _move_refused(reg, x, src, tgt, have, copy)
+    refused = _move_refused(reg, x, src, copying, have, copy)
     if refused is not None:
         return Plan(src, tgt, (), False, (refused[1],), supported=False, error=refused[0])
     if move[0] == "cuda" and (move[1] or 0) >= devices.cuda_device_count():
@@ -113,9 +115,10 @@ def _move_plan(reg: Any, x: Any, route: Any, device: Any, copy: bool | None) -> 
     return Plan(src, tgt, (step,), False, reasons)
 
 
-def _move_refused(reg: Any, x: Any, src: str, tgt: str, have: tuple[str, Any],
+def _move_refused(reg: Any, x: Any, src: str, copying: Any, have: tuple[str, Any],
                   copy: bool | None) -> tuple[str, str] | None:
-    """Why a move of the host value ``x`` is refused (``(UNSUPPORTED or NULLS, why)``), as
+    """Why a move of the host value ``x`` (its host copy: ``copying``) is refused
+    (``(UNSUPPORTED or NULLS, why)``), as
     :meth:`~interop.runner.Runner.host` and :meth:`~interop.runner.Runner.refused` decide
     it; device data is read to the host by the move itself (reading it here would copy it)."""
     if have[0] != "cpu":
@@ -127,47 +130,43 @@ def _move_refused(reg: Any, x: Any, src: str, tgt: str, have: tuple[str, Any],
         pre = _edges_plan(reg, x, src, "numpy", tuple(edges), "cpu", None)
         if not pre.supported:
             return pre.error, pre.reasons[-1]
-    return _refused_after_copy(reg, src, x, tgt)
+    return _refused_after_copy(reg, copying, src, x)
 
 
 def _copy_plan(reg: Any, at: str, tgt: str, reasons: list[str], hazards: list[str],
                steps: list[Step], origin: str | None = None, device: str = "cpu",
                value: Any = None) -> Plan:
-    refused = _refused_after_copy(reg, at, value, tgt) if device == "cpu" else None
+    """The plan of the copy route the runner takes from ``at`` (after ``steps``): the
+    :class:`~interop.copyroute.CopyRoute` :func:`~interop.copyroute.describe` makes, its
+    refusals judged as the runner meets them."""
+    route = reg.runner.copy_description(at, tgt, device, empty(value, device))
+    src = origin or at
+    refused = _refused_after_copy(reg, route, at, value) if device == "cpu" else None
     if refused is not None:
-        return Plan(origin or at, tgt, tuple(steps), False, (*reasons, refused[1]),
+        return Plan(src, tgt, tuple(steps), False, (*reasons, refused[1]),
                     tuple(hazards), supported=False, error=refused[0])
-    steps = list(steps)
-    try:
-        hub = "numpy" if device == "cpu" else reg.runner.copy_hub(at)  # as the runner picks
-    except FrameworkMissingError as e:
-        return Plan(origin or at, tgt, tuple(steps), False, (*reasons, str(e)),
+    if route.missing is not None:
+        return Plan(src, tgt, tuple(steps), False, (*reasons, route.missing),
                     supported=False, error="missing")
-    if at != hub:
-        steps.append(Step(at, hub, "to host NumPy" if hub == "numpy" else f"to {hub}"))
-    fresh = "fresh aligned copy"
-    narrow = _planned_narrowing(reg, at, value, tgt)
-    if narrow is not None:
-        fresh += f", cast to {narrow[0]}"
-        if narrow[1] not in reasons:
-            reasons = [*reasons, narrow[1]]
-    steps.append(Step(hub, hub, fresh, copies=True))
-    if at == tgt and device == "cpu" and reg.adapters[tgt].place is not None:
-        steps.append(Step(hub, tgt, "onto the source's devices (its device or sharding)"))
-    else:
-        for e in reg.routes.route(hub, tgt, device) or []:
-            steps.append(Step(e.source, e.target, e.via))
-    return Plan(origin or at, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
+    narrow = _planned_cast(reg, route, at, value)
+    if narrow is not None and narrow[1] not in reasons:
+        reasons = [*reasons, narrow[1]]
+    steps = [*steps, *route.steps(narrow[0] if narrow is not None else None)]
+    if route.edges is None:
+        return Plan(src, tgt, tuple(steps), False, (*reasons, route.no_path()),
+                    tuple(hazards), supported=False, error=UNSUPPORTED)
+    return Plan(src, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
 
-def _planned_narrowing(reg: Any, at: str, value: Any, tgt: str) -> tuple[str, str] | None:
-    """``(dtype name, why)`` of the cast the copy route will make for ``value`` (a value
-    of ``at``) on its way to ``tgt``, or ``None``."""
-    rules = getattr(reg.adapters[tgt], "rules", None)
-    if rules is None or rules.narrows is None or value is None:
+def _planned_cast(reg: Any, route: Any, at: str, value: Any,
+                  host: bool = True) -> tuple[str, str] | None:
+    """``(dtype name, why)`` of the cast the copy ``route`` (or a move, which casts as it
+    does) makes of ``value``, a value of ``at``, or ``None``; ``host``: the value may be read
+    on the host for its dtype (device data is not: that read would copy it)."""
+    if route.narrows is None or value is None:
         return None
-    dtype = _dtype_string(reg.adapters[at], value)
-    narrow = rules.narrows(dtype) if dtype is not None else None
+    dtype = _dtype_string(reg.adapters[at], value, host)
+    narrow = route.cast(dtype) if dtype is not None else None
     if narrow is None:
         return None
     import numpy
@@ -175,20 +174,21 @@ def _planned_narrowing(reg: Any, at: str, value: Any, tgt: str) -> tuple[str, st
     return numpy.dtype(narrow[0]).name, narrow[1]
 
 
-def _refused_after_copy(reg: Any, at: str, value: Any,
-                        tgt: str) -> tuple[str, str] | None:
-    """Why the copy route would refuse ``value`` (``(UNSUPPORTED or NULLS, reason)``),
-    judged as it runs: the whole value to host NumPy (nulls, strings, object dtypes show
-    there), a fresh buffer of its shape and dtype as the target holds it (the values are
-    not copied: no later check reads them), and the checks of the steps after it
-    (dimensions, dtypes). A consumable value (a capsule) is read through its preview, so
-    it stays unused."""
+def _refused_after_copy(reg: Any, route: Any, at: str,
+                        value: Any) -> tuple[str, str] | None:
+    """Why the host copy ``route`` would refuse ``value``, a value of ``at``
+    (``(UNSUPPORTED or NULLS, reason)``), judged as it runs: the whole value to host NumPy
+    (nulls, strings, object dtypes show there), a fresh buffer of its shape and dtype as the
+    target holds it (the values are not copied: no later check reads them), and the checks of
+    the route's steps after the copy (dimensions, dtypes). A consumable value (a capsule) is
+    read through its preview, so it stays unused."""
     from .host import fresh_buffer
 
     adapter = reg.adapters[at]
     try:
         arr = adapter.preview(value) if adapter.consumable else adapter.to_numpy(value)
-        arr = fresh_buffer(arr.shape, reg.runner.narrowing(arr.dtype, tgt) or arr.dtype)
+        narrow = route.cast(arr.dtype)
+        arr = fresh_buffer(arr.shape, narrow[0] if narrow is not None else arr.dtype)
         arr.reshape(-1).view("u1").fill(0)  # values a consumer validates (dates) must be valid
     except NullsError as e:
         return NULLS, str(e)
@@ -196,16 +196,18 @@ def _refused_after_copy(reg: Any, at: str, value: Any,
         return UNSUPPORTED, str(e)
     except NeedsCopy as nc:
         return UNSUPPORTED, nc.reason
-    return reg.runner.refused(arr, tgt)
+    return reg.runner.refused(arr, route.edges or ())
 
 
-def _dtype_string(adapter: Any, x: Any) -> str | None:
-    """The dtype string of ``x``: its buffer view's, or its host NumPy array's."""
+def _dtype_string(adapter: Any, x: Any, host: bool = True) -> str | None:
+    """The dtype string of ``x``: its buffer view's, or (``host``) its host NumPy array's."""
     try:
         if adapter.view is not None:
             return adapter.view(x).dtype
     except Exception:  # no single buffer (nulls, chunks): read it on the host
         pass
+    if not host:
+        return None
     try:
         return dlpack.typestr_of(adapter.to_numpy(x).dtype)
     except Exception:  # the conversion itself names what is wrong

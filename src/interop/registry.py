@@ -91,6 +91,8 @@ class Registry:
     def clear_plans(self) -> None:
         """Forget every plan made (the next call of each pair plans again)."""
         self.cache.clear()
+        self.runner.copies.clear()
+        self.runner.described.clear()
 
     def known(self) -> list[str]:
         return sorted(n for n, a in self.adapters.items() if a.target)

@@ -1,5 +1,5 @@
 """The runner: compiles a route into the callable a conversion runs, and runs what no route
-does alone (the copy route, device moves).
+does alone (the copy route :mod:`interop.copyroute` describes, device moves).
 
 A compiled plan is a chain of checked steps (each asks its edge's check, then converts or
 acts on the verdict) and, for ``copy=None``, their fast form (:mod:`interop.fastplan`).
@@ -8,7 +8,7 @@ acts on the verdict) and, for ``copy=None``, their fast form (:mod:`interop.fast
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .adapters.base import (
@@ -20,6 +20,7 @@ from .adapters.base import (
     NeedsCopy,
 )
 from .adapters.edge import CAI, DLPACK
+from .copyroute import CopyRoute, describe, empty
 from .errors import (
     FrameworkMissingError,
     InteropError,
@@ -59,6 +60,10 @@ class Runner:
         self.routes = routes
         self._accepting: dict[int, tuple[Edge, tuple[type, ...], frozenset | None]] = {}
         """Per edge (by id: an edge's hash reads every field), what its ``accepts`` takes."""
+        self.copies: dict[tuple[str, str, str, int | None, bool], Convert] = {}
+        """The copy routes' plans made (:meth:`copying`), kept until the plans are cleared."""
+        self.described: dict[tuple[str, str, str, bool], CopyRoute] = {}
+        """The copy routes described (:meth:`copy_description`), kept as long."""
         self.split: Callable[[Route, bool | None], Split | None] = lambda route, copy: None
         """``(route, copy)`` -> ``(several, divert)``: which values of the source's array type
         are of several buffers (a torch sparse tensor) and the plan they take instead (set
@@ -81,19 +86,19 @@ class Runner:
                 f"no conversion path from {src} to {tgt} on {device}")
         entry = _diverting(split)
         if copy is True:
+            if device == "cpu":  # no value on the host is an empty device value
+                return Compiled(tuple(edges), entry(self.copying(src, tgt, device, stream)))
             return Compiled(tuple(edges), entry(
                 lambda x: self.copy_route(src, x, tgt, device, stream)))
         if not edges:
             return Compiled((), entry(_identity))
         if stream is not None:
             edges = [self._with_stream(e, stream) for e in edges]
-        calls = [e.converter() for e in edges]
-        checked: list[Convert] = []
-        then: Convert | None = None
-        for e, call in zip(reversed(edges), reversed(calls)):
-            then = self._checked_step(e, call, then, tgt, copy, device, stream)
-            checked.append(then)
-        checked.reverse()
+
+        def obstacle(verdict: tuple[str, str], e: Edge, x: Any) -> Any:
+            return self.obstacle(verdict, e, x, tgt, copy, device, stream)
+
+        checked, calls = self._steps(edges, copy, obstacle)
         checked[0] = entry(checked[0])
         if copy is not None or source_type is None:
             return Compiled(tuple(edges), checked[0])
@@ -163,24 +168,21 @@ class Runner:
 
         return run_host_first
 
-    def _checked_step(self, e: Edge, call: Convert, then: Convert | None, tgt: str,
-                      copy: bool | None, device: str, stream: int | None = None) -> Convert:
-        """Edge ``e``'s step, then ``then`` (the rest of the plan): its check decides, and
-        an obstacle is acted on by :meth:`obstacle` with the value as it is here."""
-        check = e.check
-
-        def step(x: Any) -> Any:
-            verdict = check(x) if check is not None else None
-            if verdict is None or (verdict[0] == STEP_COPIES and copy is None):
-                try:
-                    y = call(x)
-                except NeedsCopy as nc:
-                    verdict = (nc.verdict, nc.reason)
-                else:
-                    return y if then is None else then(y)
-            return self.obstacle(verdict, e, x, tgt, copy, device, stream)
-
-        return step
+    def _steps(self, edges: Sequence[Edge], copy: bool | None,
+               obstacle: Callable[[tuple[str, str], Edge, Any], Any]
+               ) -> tuple[list[Convert], list[Convert]]:
+        """The checked steps of ``edges`` (each step runs the rest of the chain after it) and
+        their edges' conversions: each step's check decides, and an obstacle is handed to
+        ``obstacle(verdict, edge, value)`` with the value as it is there; a step whose check
+        says it copies converts where ``copy`` is ``None``."""
+        calls = [e.converter() for e in edges]
+        checked: list[Convert] = []
+        then: Convert | None = None
+        for e, call in zip(reversed(edges), reversed(calls)):
+            then = _checked_step(e, call, then, copy, obstacle)
+            checked.append(then)
+        checked.reverse()
+        return checked, calls
 
     def own_stream(self, e: Edge) -> str:
         """Why edge ``e``'s consumer takes no stream from the user and orders the import on
@@ -238,91 +240,109 @@ class Runner:
             return self.compile(edge.target, tgt, copy, device, stream).run(y) if rest else y
         return self.copy_route(edge.source, x, tgt, device, stream)
 
-    def copy_hub(self, src: str) -> str:
-        """Where a device value of ``src`` is copied on the GPU: ``src`` itself when it makes
-        device copies (CuPy, torch), else the first framework here that does (CuPy, the GPU
-        hub, first); a :class:`FrameworkMissingError` naming them when none is installed."""
-        if self.adapters[src].device_copy is not None:
-            return src
-        makers = sorted((a for a in self.adapters.values()
-                         if getattr(a, "device_copy", None) is not None),
-                        key=lambda a: not a.hub)
-        for a in makers:
-            if a.missing() is None:
-                return a.name
-        raise FrameworkMissingError(
-            f"copying a {src} value on the GPU needs a framework that makes device copies "
-            f"({' or '.join(a.name for a in makers)}), and none is installed: pip install "
-            "cupy-cuda12x (or cupy-cuda13x), or a CUDA build of torch")
-
     def copy_route(self, src: str, x: Any, tgt: str, device: str = "cpu",
                    stream: int | None = None) -> Any:
         """One copy into a fresh compact buffer (with NumPy on the host; on a GPU with the
-        source's own framework, or the :meth:`copy_hub`), then zero-copy on to the target
-        (ordered on ``stream`` when one is given)."""
-        if device == "cpu":
-            from .host import fresh_copy
+        source's own framework, or the copy hub), then zero-copy on to the target (ordered on
+        ``stream`` when one is given): the :class:`~interop.copyroute.CopyRoute`
+        :func:`~interop.copyroute.describe` makes, run by the plan :meth:`copying` keeps."""
+        return self.copying(src, tgt, device, stream, empty(x, device))(x)
 
-            try:
-                arr = self.adapters[src].to_numpy(x)
-            except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
-                raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
-            hub, arr = "numpy", fresh_copy(arr, self.narrowing(arr.dtype, tgt, warn=True))
-            place = self.adapters[tgt].place
-            if src == tgt and place is not None:  # where the source is: its device, sharding
-                return place(arr, x)
-        elif any(n == 0 for n in getattr(x, "shape", (1,))):
-            # no bytes to move, and an empty device buffer may not export
-            adapter = self.adapters[src]
-            arr = adapter.to_numpy(x)
-            narrow = self.narrowing(arr.dtype, tgt, warn=True)
-            return self.adapters[tgt].to_device(arr if narrow is None else arr.astype(narrow),
-                                                adapter.device(x)[1])
-        else:
-            hub = self.copy_hub(src)
-            maker = self.adapters[hub]
-            if hub == src:
-                arr = x
-            else:
+    def copying(self, src: str, tgt: str, device: str = "cpu", stream: int | None = None,
+                empty: bool = False) -> Convert:
+        """The plan that runs the copy route of ``src`` values to ``tgt`` on ``device``
+        (``empty``: device values of no elements), made once and kept until the plans are
+        cleared."""
+        key = (src, tgt, device, stream, empty)
+        run = self.copies.get(key)
+        if run is None:
+            route = self.copy_description(src, tgt, device, empty)
+            if route.missing is not None:
+                raise FrameworkMissingError(route.missing)
+            run = self.copies[key] = self._copy_plan(route, stream)
+        return run
+
+    def copy_description(self, src: str, tgt: str, device: str = "cpu",
+                         empty: bool = False) -> CopyRoute:
+        """The copy route of ``src`` values to ``tgt`` on ``device``, as
+        :func:`~interop.copyroute.describe` makes it, kept until the plans are cleared (one
+        that finds no framework to copy with is made again each time); ``explain`` renders
+        what this returns."""
+        key = (src, tgt, device, empty)
+        route = self.described.get(key)
+        if route is None:
+            route = describe(self.adapters, self.routes, src, tgt, device, empty)
+            if route.missing is None:
+                self.described[key] = route
+        return route
+
+    def _copy_plan(self, route: CopyRoute, stream: int | None) -> Convert:
+        """What runs ``route``: the value read where the hub copies it, one copy (cast as
+        :meth:`CopyRoute.cast` says), then placed, or on along the route's edges."""
+        from .host import fresh_copy
+
+        src, hub = route.source, route.hub
+        source = self.adapters[src]
+        if route.empty:  # no bytes to move, and an empty device buffer may not export
+            to_device = self.adapters[route.target].to_device
+
+            def read_back(x: Any) -> Any:
+                arr = source.to_numpy(x)
+                narrow = route.cast(arr.dtype, warn=True)
+                if narrow is not None:
+                    arr = arr.astype(narrow[0])
+                return to_device(arr, source.device(x)[1])
+
+            return read_back
+        onward = self._after_copy(route, stream)
+        if route.device == "cpu":
+            to_numpy = source.to_numpy
+            place = self.adapters[route.target].place if route.placed else None
+
+            def on_host(x: Any) -> Any:
                 try:
-                    arr = self.compile(src, hub, False, device, stream).run(x)
-                except ZeroCopyError:  # it cannot reach the hub as it is: through the host
-                    source = self.adapters[src]
-                    arr = maker.to_device(source.to_numpy(x), source.device(x)[1])
-            arr = maker.device_copy(arr, self.narrowing(maker.view(arr).dtype, tgt, warn=True))
-        if tgt == hub:
-            return arr
-        edges = self.routes.route(hub, tgt, device)
+                    arr = to_numpy(x)
+                except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
+                    raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
+                narrow = route.cast(arr.dtype, warn=True)
+                arr = fresh_copy(arr, None if narrow is None else narrow[0])
+                if place is not None:  # where the source is: its device, sharding
+                    return place(arr, x)
+                return onward(arr)
+
+            return on_host
+        maker = self.adapters[hub]
+        reach = _identity if hub == src else self.compile(src, hub, False, route.device,
+                                                            stream).run
+
+        def on_device(x: Any) -> Any:
+            try:
+                arr = reach(x)
+            except ZeroCopyError:  # it cannot reach the hub as it is: through the host
+                arr = maker.to_device(source.to_numpy(x), source.device(x)[1])
+            narrow = route.cast(maker.view(arr).dtype, warn=True)
+            return onward(maker.device_copy(arr, None if narrow is None else narrow[0]))
+
+        return on_device
+
+    def _after_copy(self, route: CopyRoute, stream: int | None) -> Convert:
+        """The checked steps of ``route``'s edges after the copy (ordered on ``stream``): a
+        step that says it copies converts, a refusal raises (a fresh buffer meets every other
+        rule)."""
+        edges = route.edges
         if edges is None:
-            raise UnsupportedConversionError(f"no conversion path from {hub} to {tgt}")
+            why = route.no_path()
+
+            def no_path(x: Any) -> Any:
+                raise UnsupportedConversionError(why)
+
+            return no_path
+        if not edges:
+            return _identity
         if stream is not None:
-            edges = [self._with_stream(e, stream) for e in edges]
-        for e in edges:
-            verdict = e.check(arr) if e.check is not None else None
-            if verdict is not None and verdict[0] != STEP_COPIES:
-                if verdict[0] == UNSUPPORTED:
-                    raise UnsupportedConversionError(
-                        f"{e.source} -> {e.target} ({e.via}): {verdict[1]}")
-                raise InteropError(  # pragma: no cover - a fresh buffer meets every rule
-                    f"internal: a fresh buffer still failed {e.via}: {verdict[1]}")
-            arr = e.convert(arr)
-        return arr
-
-    def narrowing(self, dtype: Any, tgt: str, warn: bool = False) -> str | None:
-        """The narrower dtype string ``tgt`` holds ``dtype`` (a dtype or its string) as (JAX
-        with 64-bit types off), or ``None``; ``warn``: emit the
-        :class:`~interop.errors.NarrowingWarning` saying so."""
-        rules = getattr(self.adapters[tgt], "rules", None)
-        if rules is None or rules.narrows is None:
-            return None
-        narrow = rules.narrows(dtype if isinstance(dtype, str) else dlpack.typestr_of(dtype))
-        if narrow is None:
-            return None
-        if warn:
-            from .narrowing import warn as warn_narrowing
-
-            warn_narrowing(narrow[1])
-        return narrow[0]
+            edges = tuple(self._with_stream(e, stream) for e in edges)
+        checked, _ = self._steps(edges, None, _unmet)
+        return checked[0]
 
     def move(self, src: str, x: Any, tgt: str, where: tuple[str, int | None],
              copy: bool | None, have: tuple[str, int | None] = HOST) -> Any:
@@ -339,14 +359,15 @@ class Runner:
         if where[0] == "cpu" and place is None:  # device data to a framework of one CPU device
             return self.copy_route("numpy", arr, tgt) if copy else \
                 self.compile("numpy", tgt, None).run(arr)
-        narrow = self.narrowing(arr.dtype, tgt, warn=True)
+        route = self.copy_description("numpy", tgt)  # the host copy a move makes
+        narrow = route.cast(arr.dtype, warn=True)
         if have[0] == "cpu":  # the source's own host memory (or a view of it)
             from .host import fresh_copy
 
-            arr = fresh_copy(arr, narrow)
+            arr = fresh_copy(arr, narrow and narrow[0])
         elif narrow is not None:  # device data: already a host copy
-            arr = arr.astype(narrow)
-        refused = self.refused(arr, tgt)
+            arr = arr.astype(narrow[0])
+        refused = self.refused(arr, route.edges or ())
         if refused is not None:
             raise (NullsError if refused[0] == NULLS else UnsupportedConversionError)(
                 refused[1])
@@ -370,12 +391,12 @@ class Runner:
         except NeedsCopy as nc:  # to host NumPy is the copy: what it refuses is refused
             raise UnsupportedConversionError(f"{src} -> numpy: {nc.reason}") from None
 
-    def refused(self, arr: Any, tgt: str) -> tuple[str, str] | None:
-        """What the route from host NumPy to ``tgt`` refuses of the fresh compact host array
-        ``arr`` (``(UNSUPPORTED or NULLS, why)``, naming the step), or ``None``: its steps'
-        checks, each step's value converted for the next, up to a step that copies. The
-        copy's one judge: ``explain`` asks it of a buffer of the copy's shape and dtype."""
-        edges = self.routes.route("numpy", tgt, "cpu") or ()
+    def refused(self, arr: Any, edges: Sequence[Edge]) -> tuple[str, str] | None:
+        """What the ``edges`` from host NumPy refuse of the fresh compact host array ``arr``
+        (``(UNSUPPORTED or NULLS, why)``, naming the step), or ``None``: their checks, each
+        step's value converted for the next, up to a step that copies. The copy's one judge:
+        ``explain`` asks it of a buffer of the copy's shape and dtype, along the copy route's
+        edges (:class:`~interop.copyroute.CopyRoute`)."""
         for i, e in enumerate(edges):
             verdict = None if e.check is None or self._accepted(e, arr) else e.check(arr)
             if verdict is not None and verdict[0] in (UNSUPPORTED, NULLS):
@@ -405,6 +426,35 @@ class Runner:
 
 def _identity(x: Any) -> Any:
     return x
+
+
+def _checked_step(e: Edge, call: Convert, then: Convert | None, copy: bool | None,
+                  obstacle: Callable[[tuple[str, str], Edge, Any], Any]) -> Convert:
+    """Edge ``e``'s step, then ``then`` (the rest of the plan): its check decides, and an
+    obstacle is handed to ``obstacle`` with the value as it is here."""
+    check = e.check
+
+    def step(x: Any) -> Any:
+        verdict = check(x) if check is not None else None
+        if verdict is None or (verdict[0] == STEP_COPIES and copy is None):
+            try:
+                y = call(x)
+            except NeedsCopy as nc:
+                verdict = (nc.verdict, nc.reason)
+            else:
+                return y if then is None else then(y)
+        return obstacle(verdict, e, x)
+
+    return step
+
+
+def _unmet(verdict: tuple[str, str], e: Edge, x: Any) -> Any:
+    """A step after the copy route's copy refuses the fresh buffer: only a value the target
+    cannot hold at all (a fresh buffer meets every layout rule)."""
+    if verdict[0] == UNSUPPORTED:
+        raise UnsupportedConversionError(f"{e.source} -> {e.target} ({e.via}): {verdict[1]}")
+    raise InteropError(  # pragma: no cover - a fresh buffer meets every rule
+        f"internal: a fresh buffer still failed {e.via}: {verdict[1]}")
 
 
 Split = tuple[Callable[[Any], bool], Convert]

@@ -22,6 +22,7 @@ from interop.adapters import cudf_, cupy_, numba_, torch_
 from interop.adapters.base import ArrayAdapter, Edge, fixed
 from interop.adapters.verdicts import NEEDS_COPY, UNSUPPORTED
 from interop.api import REGISTRY
+from interop.copyroute import copy_hub
 from interop.default import build
 from interop.protocols import cai
 
@@ -348,7 +349,8 @@ def test_device_copy_is_made_by_the_framework_at_hand_without_cupy(monkeypatch):
     the same calls on the host); a negated tensor keeps its sign (torch resolves the bit)."""
     monkeypatch.setitem(sys.modules, "cupy", None)  # CuPy is not installed
     runner = REGISTRY.runner
-    assert runner.copy_hub("torch") == "torch" and runner.copy_hub("jax") == "torch"
+    assert copy_hub(runner.adapters, "torch") == "torch"
+    assert copy_hub(runner.adapters, "jax") == "torch"
     t = torch.tensor([2.0, 4.0])._neg_view()
     j = runner.copy_route("torch", t, "jax", "cuda")
     np.testing.assert_array_equal(np.asarray(j), [-2.0, -4.0])
@@ -361,7 +363,7 @@ def test_device_copy_without_any_maker_is_a_clear_missing_framework(monkeypatch)
     monkeypatch.setitem(sys.modules, "cupy", None)
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(interop.errors.FrameworkMissingError, match="cupy or torch"):
-        REGISTRY.runner.copy_hub("jax")
+        copy_hub(REGISTRY.adapters, "jax")
 
 
 # ---- CUDA DLPack capsules and producers (item 7) ------------------------------------------
