@@ -10,13 +10,16 @@ from contextvars import ContextVar
 
 from .errors import NarrowingWarning
 
-_gathered: ContextVar[list[str] | None] = ContextVar("interop_narrowing", default=None)
+GATHERED: ContextVar[list[str] | None] = ContextVar("interop_narrowing", default=None)
+"""The list the enclosing :func:`gather` appends reasons to (``None`` outside one); a
+structure's plan sets and reads it directly (``GATHERED.set``/``.get``/``.reset``, no frame
+of ours per call or per leaf)."""
 
 
 def warn(reason: str) -> None:
     """Emit ``reason`` as a :class:`NarrowingWarning` at the first frame outside interop, or
     hand it to the enclosing :func:`gather`."""
-    got = _gathered.get()
+    got = GATHERED.get()
     if got is not None:
         got.append(reason)
         return
@@ -24,11 +27,6 @@ def warn(reason: str) -> None:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("interop."):
         frame, level = frame.f_back, level + 1
     warnings.warn(NarrowingWarning(reason), stacklevel=level)
-
-
-def gathered() -> list[str] | None:
-    """The list the enclosing :func:`gather` appends to, or ``None`` outside one."""
-    return _gathered.get()
 
 
 class gather:  # noqa: N801 - used as a function: ``with gather() as got``
@@ -39,8 +37,8 @@ class gather:  # noqa: N801 - used as a function: ``with gather() as got``
 
     def __enter__(self) -> list[str]:
         self.got: list[str] = []
-        self.token = _gathered.set(self.got)
+        self.token = GATHERED.set(self.got)
         return self.got
 
     def __exit__(self, *exc: object) -> None:
-        _gathered.reset(self.token)
+        GATHERED.reset(self.token)
