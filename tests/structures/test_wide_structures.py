@@ -178,3 +178,67 @@ def test_a_wide_list_and_a_wide_dict_subclass_take_each_too():
         got = out.values() if isinstance(out, dict) else out
         assert [pointer(o) for o in got] == [t.data_ptr() for t in ts]
     assert out.note == "kept" and list(out) == list(w)
+
+
+def _narrowed(call) -> list[str]:
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        call()
+    return [str(w.message) for w in got if issubclass(w.category, NarrowingWarning)]
+
+
+def test_narrowing_names_each_leaf_once_through_wide_and_nested_nodes():
+    """The reasons of leaves in a wide list, a small dict and the root, each labelled once
+    with its own path, in one warning, whatever node (straight code or a loop) holds them."""
+    f32, f64 = np.arange(3, dtype=np.float32), np.arange(3.0)
+    wide = [f32] * 20
+    wide[3] = wide[17] = f64
+    tree = {"a": f32, "wide": wide, "small": {"x": f64, "y": f32}, "z": f64}
+    for _ in range(2):  # the first call and the kept plan
+        msgs = _narrowed(lambda: interop.to_framework(tree, "jax"))
+        assert len(msgs) == 1, msgs
+        named = msgs[0].count("leaf [")
+        assert named == 4, msgs
+        for path in ("['wide'][3]", "['wide'][17]", "['small']['x']", "['z']"):
+            assert msgs[0].count(f"leaf {path}: ") == 1, (path, msgs)
+
+
+def test_a_gathering_around_a_structure_gets_its_one_reason_and_is_restored():
+    """A structure converted within a gathering (a table's, a dask collection's) hands its
+    one reason to it, and the gathering holds after the structure's call, failed or not."""
+    from interop import narrowing
+
+    tree = {"z": np.arange(3.0), "t": torch.ones(2)}
+    with narrowing.gather() as got:
+        interop.to_framework(tree, "jax")
+        assert len(got) == 1 and got[0].startswith("dict: leaf ['z']: "), got
+        tree["t"] = torch.empty(2, device="meta")  # the kept plan: 'z' narrows, then 't' fails
+        with pytest.raises(NotImplementedError):  # (torch's own error for a meta tensor)
+            interop.to_framework(tree, "jax")
+        narrowing.warn("after")
+    assert len(got) == 2 and got[-1] == "after", got
+    assert _narrowed(lambda: narrowing.warn("outside")) == ["outside"]
+
+
+def test_a_gathering_in_one_thread_takes_no_reason_of_another():
+    import threading
+
+    from interop import narrowing
+
+    inside, done = threading.Event(), threading.Event()
+    seen: list = []
+
+    def other():
+        inside.wait(10)
+        with narrowing.gather() as mine:
+            narrowing.warn("other thread")
+        seen.append(mine)
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with narrowing.gather() as got:
+        inside.set()
+        done.wait(10)
+    t.join(10)
+    assert got == [] and seen == [["other thread"]]

@@ -51,17 +51,17 @@ def compile_tree(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
     array leaf's converter; ``narrows``: the target may narrow dtypes, so the leaves'
     narrowing reasons are gathered, each labelled with its leaf's path, into one
     :class:`~interop.errors.NarrowingWarning` per call naming them all."""
-    whole = _compile(tree, leaf_plan, narrows)[2]  # checks it all, then converts
-    return _gathering(whole, tree.node.type.__name__) if narrows else whole
+    return _compile(tree, leaf_plan, narrows, True)[2]  # checks it all, then converts
 
 
 Check = Callable[[Any], None]
 
 
-def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
-             narrows: bool) -> tuple[Check, Convert, Convert]:
+def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert], narrows: bool,
+             root: bool = False) -> tuple[Check, Convert, Convert]:
     """The check and the run of the node ``tree`` (see the module doc), and both in one
-    function (``whole``: the check, then the run, each child's values read once)."""
+    function (``whole``: the check, then the run, each child's values read once; for the
+    ``root`` of a target that ``narrows``, within the call's gathering of reasons)."""
     types, fns, checks, paths = [], [], [], []
     for c in tree.children:
         paths.append(c.path if isinstance(c, Leaf) else None)
@@ -84,7 +84,7 @@ def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
     if node.kind != GENERIC and len(types) <= SMALL:
         shape = tuple("N" if isinstance(c, Tree) else "K" if isinstance(c, Kept) else "L"
                       for c in tree.children)
-        key = (node.kind, shape, strict, narrows)
+        key = (node.kind, shape, strict, narrows, root)
         make = _MAKERS.get(key)
         if make is None:
             make = _MAKERS[key] = _straight(*key)
@@ -94,11 +94,15 @@ def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
     values_check = _values_check(tuple(types), tuple(checks))
     convert = (_labelling if narrows else _converting)(tuple(fns), tuple(paths))
     if node.kind == DICT:
-        return _dict(node.type, node.keys, ktypes, strict, values_check, convert)
-    if node.kind == GENERIC:
-        return _generic(node.type, len(types), node.meta, node.flatten, node.unflatten,
-                        values_check, convert)
-    return _sequence(node.kind, node.type, len(types), values_check, convert)
+        check, run, whole = _dict(node.type, node.keys, ktypes, strict, values_check, convert)
+    elif node.kind == GENERIC:
+        check, run, whole = _generic(node.type, len(types), node.meta, node.flatten,
+                                     node.unflatten, values_check, convert)
+    else:
+        check, run, whole = _sequence(node.kind, node.type, len(types), values_check, convert)
+    if root and narrows:
+        whole = _gathering(whole, node.type.__name__)
+    return check, run, whole
 
 
 _PLAIN_KEYS = (str, int, bool, bytes, type(None))
@@ -154,13 +158,14 @@ framework's own call mapped over them; issue 49)."""
 _MAKERS: dict[tuple, Callable[..., tuple[Check, Convert, Convert]]] = {}
 
 
-def _straight(kind: str, shape: tuple[str, ...], strict: bool,
-              narrows: bool) -> Callable[..., tuple[Check, Convert, Convert]]:
+def _straight(kind: str, shape: tuple[str, ...], strict: bool, narrows: bool,
+              root: bool) -> Callable[..., tuple[Check, Convert, Convert]]:
     """The maker of a node's check, run and both in one (``whole``) for ``kind`` and
     ``shape`` (per child ``"L"``: an array leaf, ``"K"``: a leaf kept, ``"N"``: a nested
     node); ``strict``: keys are matched by :func:`same` too, and the result holds the
     value's own keys; ``narrows``: the narrowing reasons a leaf adds to the list gathered
-    (:data:`interop.narrowing.GATHERED`) are labelled with its path. For a dict of an array
+    (:data:`interop.narrowing.STATE`) are labelled with its path, and a ``root``'s ``whole``
+    gathers them itself (as :func:`_gathering` does for a loop). For a dict of an array
     leaf and a nested node ``whole`` reads::
 
         def whole(x):
@@ -176,7 +181,8 @@ def _straight(kind: str, shape: tuple[str, ...], strict: bool,
             except InteropError as e:
                 raise at_path(e, p0) from e
             r1 = f1(v1)
-            return {k0: r0, k1: r1} if rebuild is None else rebuild(x, ((k0, r0), (k1, r1),))
+            out = {k0: r0, k1: r1} if rebuild is None else rebuild(x, ((k0, r0), (k1, r1),))
+            return out
 
     ``check`` is its lines up to ``c1(v1)``; ``run`` unpacks the values and converts.
     """
@@ -194,8 +200,8 @@ def _straight(kind: str, shape: tuple[str, ...], strict: bool,
                   + ":", "    raise Mismatch"]
         check += [f"c{i}(v{i})" for i, c in enumerate(shape) if c == "N"]
     labels = narrows and "L" in shape
-    if labels:  # the reasons gathered so far are not this node's leaves'
-        convert += ["got = gathered()", "n = len(got)"]
+    if labels and not root:  # the reasons gathered so far are not this node's leaves'
+        convert += ["got = state.got", "n = len(got)"]
     for i, c in enumerate(shape):
         if c == "L":
             convert += ["try:", f"    r{i} = f{i}(v{i})", "except InteropError as e:",
@@ -209,13 +215,19 @@ def _straight(kind: str, shape: tuple[str, ...], strict: bool,
     built = {DICT: f"{{{items}}}", LIST: f"[{items}]", TUPLE: f"({items})",
              NAMEDTUPLE: f"T({names('r')[:-1]})"}[kind]
     pairs = "(" + "".join(f"(k{i}, r{i}), " for i in range(n)) + ")"
-    convert.append(f"return {built}" if kind != DICT else
-                   f"return {built} if rebuild is None else rebuild(x, {pairs})")
+    convert.append(f"out = {built}" if kind != DICT else
+                   f"out = {built} if rebuild is None else rebuild(x, {pairs})")
+    whole = check + convert + ["return out"]
+    if root and narrows:  # the call's gathering of narrowing reasons: one warning names all
+        whole = check + ["outer = state.got", "got = state.got = []", "n = 0", "try:",
+                         *(f"    {line}" for line in convert), "finally:",
+                         "    state.got = outer", "if got:",
+                         "    warn(T.__name__ + ': ' + '; '.join(got))", "return out"]
     unpack = [f"{names(p)} = {whole}" for p, whole in (("t", "types"), ("f", "fns"),
                                                        ("c", "checks"), ("p", "paths"),
                                                        ("k", "keys"))] if n else []
-    bodies = (("check", check), ("run", ([values] if n else []) + convert),
-              ("whole", check + convert))
+    bodies = (("check", check), ("run", ([values] if n else []) + convert + ["return out"]),
+              ("whole", whole))
     source = ("def make(T, N, keys, ktypes, same, types, fns, checks, paths, rebuild):\n"
               + "".join(f"    {line}\n" for line in unpack)
               + "".join(f"    def {name}(x):\n" + "".join(f"        {line}\n" for line in body)
@@ -223,7 +235,8 @@ def _straight(kind: str, shape: tuple[str, ...], strict: bool,
               + "    return check, run, whole\n")
     namespace: dict[str, Any] = {"__name__": __name__, "Mismatch": Mismatch,
                                  "InteropError": InteropError, "at_path": at_path,
-                                 "gathered": narrowing.GATHERED.get, "label": _label}
+                                 "state": narrowing.STATE, "label": _label,
+                                 "warn": narrowing.warn}
     exec(compile(source, f"<interop structure {kind} {''.join(shape)}>", "exec"), namespace)
     return namespace["make"]
 
@@ -236,17 +249,18 @@ def _label(got: list[str], n: int, path: str) -> int:
 
 
 def _gathering(run: Convert, label: str) -> Convert:
-    """``run`` within a gathering of narrowing reasons (:data:`interop.narrowing.GATHERED`),
+    """``run`` within a gathering of narrowing reasons (:data:`interop.narrowing.STATE`),
     emitting one :class:`~interop.errors.NarrowingWarning` naming every narrowed leaf."""
-    start, stop = narrowing.GATHERED.set, narrowing.GATHERED.reset
+    state = narrowing.STATE
 
     def narrowing_run(x: Any) -> Any:
+        outer = state.got
         got: list[str] = []
-        token = start(got)
+        state.got = got
         try:
             out = run(x)
         finally:
-            stop(token)
+            state.got = outer
         if got:
             narrowing.warn(f"{label}: " + "; ".join(got))
         return out
@@ -347,11 +361,11 @@ def _converting(fns: tuple, paths: tuple) -> ConvertAll:
 
 def _labelling(fns: tuple, paths: tuple) -> ConvertAll:
     """:func:`_converting` one by one, each leaf's narrowing reasons labelled with its path."""
-    gathered = narrowing.GATHERED.get
+    state = narrowing.STATE
 
     def convert(values: Sequence[Any]) -> list:
         out: list = []
-        got = gathered()
+        got = state.got
         n = len(got)
         try:
             for v, f, p in zip(values, fns, paths):
