@@ -164,9 +164,10 @@ def _straight(kind: str, shape: tuple[str, ...], strict: bool, narrows: bool,
     ``shape`` (per child ``"L"``: an array leaf, ``"K"``: a leaf kept, ``"N"``: a nested
     node); ``strict``: keys are matched by :func:`same` too, and the result holds the
     value's own keys; ``narrows``: the narrowing reasons a leaf adds to the list gathered
-    (:data:`interop.narrowing.STATE`) are labelled with its path, and a ``root``'s ``whole``
-    gathers them itself (as :func:`_gathering` does for a loop). For a dict of an array
-    leaf and a nested node ``whole`` reads::
+    (:data:`interop.narrowing.STATE`) are labelled with its path, and a ``root`` gathers
+    them itself (as :func:`_gathering` does for a loop), emptying the list after each child
+    that added to it (``if got``: no call per leaf). For a dict of an array leaf and a
+    nested node ``whole`` reads::
 
         def whole(x):
             if (type(x) is not T or len(x) != N or tuple(x) != keys
@@ -199,34 +200,38 @@ def _straight(kind: str, shape: tuple[str, ...], strict: bool, narrows: bool,
         check += [values, "if " + " or ".join(f"type(v{i}) is not t{i}" for i in range(n))
                   + ":", "    raise Mismatch"]
         check += [f"c{i}(v{i})" for i, c in enumerate(shape) if c == "N"]
-    labels = narrows and "L" in shape
-    if labels and not root:  # the reasons gathered so far are not this node's leaves'
+    gathers = narrows and root  # the call's gathering: got is emptied after each child
+    labels = narrows and not root and "L" in shape  # got holds the reasons from n on
+    if labels:
         convert += ["got = state.got", "n = len(got)"]
     for i, c in enumerate(shape):
         if c == "L":
             convert += ["try:", f"    r{i} = f{i}(v{i})", "except InteropError as e:",
                         f"    raise at_path(e, p{i}) from e"]
             convert += ["if len(got) != n:", f"    n = label(got, n, p{i})"] if labels else []
+            convert += ["if got:", f"    done = moved(done, got, p{i})"] if gathers else []
         else:
             convert.append(f"r{i} = {'v' if c == 'K' else 'f'}{i}"
                            + ("" if c == "K" else f"(v{i})"))
             convert += ["n = len(got)"] if labels and c == "N" else []  # labelled there
+            convert += ["if got:", "    done = moved(done, got, None)"] if (
+                gathers and c == "N") else []
     items = ", ".join(f"k{i}: r{i}" for i in range(n)) if kind == DICT else names("r")
     built = {DICT: f"{{{items}}}", LIST: f"[{items}]", TUPLE: f"({items})",
              NAMEDTUPLE: f"T({names('r')[:-1]})"}[kind]
     pairs = "(" + "".join(f"(k{i}, r{i}), " for i in range(n)) + ")"
     convert.append(f"out = {built}" if kind != DICT else
                    f"out = {built} if rebuild is None else rebuild(x, {pairs})")
-    whole = check + convert + ["return out"]
-    if root and narrows:  # the call's gathering of narrowing reasons: one warning names all
-        whole = check + ["outer = state.got", "got = state.got = []", "n = 0", "try:",
-                         *(f"    {line}" for line in convert), "finally:",
-                         "    state.got = outer", "if got:",
-                         "    warn(T.__name__ + ': ' + '; '.join(got))", "return out"]
+    if gathers:  # one warning names every narrowed leaf
+        convert = ["outer = state.got", "got = state.got = []", "done = None", "try:",
+                   *(f"    {line}" for line in convert), "finally:", "    state.got = outer",
+                   "if done:", "    warn(T.__name__ + ': ' + '; '.join(done))"]
+    convert.append("return out")
+    whole = check + convert
     unpack = [f"{names(p)} = {whole}" for p, whole in (("t", "types"), ("f", "fns"),
                                                        ("c", "checks"), ("p", "paths"),
                                                        ("k", "keys"))] if n else []
-    bodies = (("check", check), ("run", ([values] if n else []) + convert + ["return out"]),
+    bodies = (("check", check), ("run", ([values] if n else []) + convert),
               ("whole", whole))
     source = ("def make(T, N, keys, ktypes, same, types, fns, checks, paths, rebuild):\n"
               + "".join(f"    {line}\n" for line in unpack)
@@ -236,7 +241,7 @@ def _straight(kind: str, shape: tuple[str, ...], strict: bool, narrows: bool,
     namespace: dict[str, Any] = {"__name__": __name__, "Mismatch": Mismatch,
                                  "InteropError": InteropError, "at_path": at_path,
                                  "state": narrowing.STATE, "label": _label,
-                                 "warn": narrowing.warn}
+                                 "moved": _moved, "warn": narrowing.warn}
     exec(compile(source, f"<interop structure {kind} {''.join(shape)}>", "exec"), namespace)
     return namespace["make"]
 
@@ -246,6 +251,15 @@ def _label(got: list[str], n: int, path: str) -> int:
     length."""
     got[n:] = [f"leaf {path}: {why}" for why in got[n:]]
     return len(got)
+
+
+def _moved(done: list[str] | None, got: list[str], path: str | None) -> list[str]:
+    """``done`` (a new list for ``None``) with the reasons of ``got`` appended, labelled with
+    the leaf's ``path`` (``None``: a nested node's, labelled there); ``got`` emptied."""
+    done = [] if done is None else done
+    done += got if path is None else [f"leaf {path}: {why}" for why in got]
+    got.clear()
+    return done
 
 
 def _gathering(run: Convert, label: str) -> Convert:
