@@ -138,12 +138,15 @@ def _frames(call) -> collections.Counter:
     return seen
 
 
+@pytest.mark.cpu_only
 @pytest.mark.parametrize("kind", ["plain", *KINDS])
 def test_a_thousand_leaves_of_one_type_take_their_plans_each(kind):
     """The leaves go to their plan's ``each``: where every one passes the plan's guard, none
     through the fast plan's frame (the odd one the framework's call refuses goes to the
     checked plan, as its own call goes); where one does not (it requires grad, a dtype
-    ``Tensor.numpy()`` has not), each through the fast plan, up to a leaf that fails."""
+    ``Tensor.numpy()`` has not), each through the fast plan, up to a leaf that fails. (On a
+    host with a CUDA device torch's plan reads each value's device, a dispatch of no
+    ``each``: the leaves go through it one by one, as the other tests here see.)"""
     interop.to_framework(_state(), "numpy")
     plan = interop.api.REGISTRY.cache.get(torch.Tensor, "numpy", None, None)
     assert plan.__code__.co_filename.startswith("<interop fast plan")  # the kept fast plan
