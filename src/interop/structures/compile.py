@@ -1,7 +1,9 @@
-"""A structure's plan: made once per structure from its walk, as nested closures, two per
-node: a check and a run. The check holds the node's type and keys and, per child, the child's
-type (and a nested node's check); the run holds, per child, its converter (an array leaf's own
-per-type plan from the registry, a nested node's run, or nothing for a leaf kept as it is).
+"""A structure's plan: made once per structure from its walk, as nested closures per node: a
+check, a run, and both in one (``whole``, what the root runs). The check holds the node's
+type and keys and, per child, the child's type (and a nested node's check); the run holds,
+per child, its converter (an array leaf's own per-type plan from the registry, a nested
+node's run, or nothing for a leaf kept as it is; children that are all leaves of one plan
+go to that plan's ``each`` together).
 The plan checks the whole value against the structure it was made for (node types, keys,
 leaf types) before it converts any leaf, and raises :class:`Mismatch` at the first
 difference: the caller then plans the value afresh, and no leaf was used (a DLPack capsule
@@ -84,7 +86,7 @@ def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert], narrows: bool,
     if node.kind != GENERIC and len(types) <= SMALL:
         shape = tuple("N" if isinstance(c, Tree) else "K" if isinstance(c, Kept) else "L"
                       for c in tree.children)
-        key = (node.kind, shape, strict, narrows, root)
+        key = (node.kind, shape, strict, narrows, root and narrows)
         make = _MAKERS.get(key)
         if make is None:
             make = _MAKERS[key] = _straight(*key)
