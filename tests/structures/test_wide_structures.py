@@ -245,3 +245,45 @@ def test_a_gathering_in_one_thread_takes_no_reason_of_another():
         done.wait(10)
     t.join(10)
     assert got == [] and seen == [["other thread"]]
+
+
+@pytest.mark.parametrize("kind", ["plain", "conj", "grad", "meta", "sparse"])
+def test_where_plans_read_each_values_device_the_leaves_go_through_its_each(kind):
+    """On a host with a CUDA device torch's plan reads each value's device (a dispatch: its
+    plan for host values, others planned per device); seen here on a registry whose torch
+    says a device is present. The dispatch's ``each`` hands leaves all on the host to the host
+    plan's ``each``, and any other to the dispatch one by one: the answers are the leaves'
+    own."""
+    from dataclasses import replace
+
+    from interop.adapters import torch_
+    from interop.default import build
+
+    reg = build()
+    reg.add(replace(torch_.ADAPTER, gpu_present=lambda: True))
+    reg.convert(_state(), "numpy")
+    plan = reg.cache.get(torch.Tensor, "numpy", None, None)
+    assert not plan.__code__.co_filename.startswith("<interop fast plan")  # the dispatch
+    state = _state()
+    key = list(state)[517]
+    if kind != "plain":
+        state[key] = _odd(kind)
+    got, err, _ = _outcome(lambda: reg.convert(state, "numpy"))
+    leaves = {k: _outcome(lambda t=t: reg.convert(t, "numpy")) for k, t in state.items()}
+    failed = [(k, e) for k, (_, e, _) in leaves.items() if e is not None]
+    if failed:
+        k, want = failed[0]
+        named = f"leaf [{k!r}]: {want}" if isinstance(want, InteropError) else str(want)
+        assert type(err) is type(want) and str(err) == named, (err, want)
+    else:
+        assert err is None and list(got) == list(state), err
+        for k, t in state.items():
+            _same_leaf(t, got[k], leaves[k][0], f"{kind}, leaf {k}")
+    inner = 0  # the dispatch's frames the odd leaf's own call enters below its own (parts)
+    if kind != "plain":
+        inner = _frames(lambda: reg.convert(state[key], "numpy"))[plan.__code__] - 1
+    seen = _frames(lambda: reg.convert(state, "numpy"))
+    assert seen[plan.each.__code__] == 1
+    one_by_one = kind == "meta"  # not on the host: each leaf through the dispatch
+    entered = (518 if failed else N) if one_by_one else 0
+    assert seen[plan.__code__] == entered + inner, (kind, inner)
