@@ -24,11 +24,21 @@ type, so the first step's type test is left out when the edge accepts that type.
 (``torch.from_numpy``, no frame of ours around it) and ``except`` also takes what it raises
 where it refuses (``e0``); its ``unset`` attributes are tested in the guard
 (``not x.requires_grad``).
+
+Each plan carries ``plan.each(xs, out)``: the plan over a sequence of values of its source
+type (a structure's leaves of one type, :mod:`interop.structures.compile`). For a plan of one
+guarded step it reads each guard test for all the values by one ``map`` and, when every value
+passes, maps the step's conversion over them (``Tensor.numpy``: no frame of ours per value),
+handing a value the conversion refuses to the checked plan as :func:`plan` does; any other
+plan, or values one of which fails the guard, go through ``plan`` one by one. The guard's
+tests, per value and for all values, are written from one list (:func:`_tests`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import repeat
+from operator import attrgetter, eq
 from typing import Any
 
 from .adapters.edge import FLAG_NAMES, Accepts
@@ -97,14 +107,8 @@ def _compile(shape: tuple) -> Callable[..., Callable[[Any], Any]]:
             body.append(f"return k{i}(x)")
             break
         if step[0] == "guard":
-            _, type_test, dtypes, flags, ndim, unset = step
             params += [f"t{i}", f"d{i}", f"f{i}", f"n{i}"]
-            tests = [f"type(x) {type_test} t{i}"] if type_test else []
-            tests += [f"x.dtype in d{i}"] if dtypes else []
-            if flags:  # one flag: its attribute; several: all of their bits
-                tests += [f"x.flags.{flags}" if flags != "num" else f"x.flags.num & f{i} == f{i}"]
-            tests += [f"x.ndim == n{i}"] if ndim else []
-            tests += [f"not x.{name}" for name in unset]
+            tests = [one for one, _ in _tests(i, *step[1:])]
             if tests:
                 body += [f"if not ({' and '.join(tests)}):", f"    return k{i}(x)"]
             params += [f"c{i}", f"e{i}", f"k{i}"]
@@ -114,8 +118,55 @@ def _compile(shape: tuple) -> Callable[..., Callable[[Any], Any]]:
         body += ["try:", f"    x = c{i}(x)", "except NeedsCopy:", f"    return k{i}(x)"]
     else:
         body.append("return x")
+    each = _each(shape)
     source = (f"def make({', '.join(params)}):\n    def plan(x):\n"
-              + "".join(f"        {line}\n" for line in body) + "    return plan\n")
-    namespace: dict[str, Any] = {"__name__": __name__, "NeedsCopy": NeedsCopy}
+              + "".join(f"        {line}\n" for line in body)
+              + ("".join(f"    {line}\n" for line in each) + "    plan.each = each\n")
+              + "    return plan\n")
+    namespace: dict[str, Any] = {"__name__": __name__, "NeedsCopy": NeedsCopy,
+                                 "attrgetter": attrgetter, "eq": eq, "repeat": repeat}
     exec(compile(source, f"<interop fast plan {len(shape)} steps>", "exec"), namespace)
     return namespace["make"]
+
+
+def _tests(i: int, type_test: str, dtypes: bool, flags: str, ndim: bool,
+           unset: tuple[str, ...]) -> list[tuple[str, str | None]]:
+    """The tests of step ``i``'s guard, each as read of one value ``x`` and as read of every
+    value of a sequence ``xs`` at once, one ``map`` each (``None``: read per value only)."""
+    tests: list[tuple[str, str | None]] = []
+    if type_test:
+        tests.append((f"type(x) {type_test} t{i}", None))
+    if dtypes:
+        tests.append((f"x.dtype in d{i}",
+                      f"all(map(d{i}.__contains__, map(attrgetter('dtype'), xs)))"))
+    if flags == "num":  # several flags: all of their bits
+        tests.append((f"x.flags.num & f{i} == f{i}", None))
+    elif flags:  # one flag: its attribute
+        tests.append((f"x.flags.{flags}", f"all(map(attrgetter('flags.{flags}'), xs))"))
+    if ndim:
+        tests.append((f"x.ndim == n{i}",
+                      f"all(map(eq, map(attrgetter('ndim'), xs), repeat(n{i})))"))
+    tests += [(f"not x.{name}", f"not any(map(attrgetter({name!r}), xs))") for name in unset]
+    return tests
+
+
+def _each(shape: tuple) -> list[str]:
+    """The lines of ``each(xs, out)``: ``out.extend(map(plan, xs))`` for a sequence ``xs`` of
+    values of the plan's source type (a structure's leaves of one type), leaving in ``out``
+    the values converted before one that raises, so the caller can name it. For a plan of
+    one guarded step (``torch -> numpy``: ``Tensor.numpy``) the guard is read for every value
+    first, each test by one ``map`` (no frame per value); when every value passes, the
+    step's conversion is mapped over them, and a value it refuses goes to the checked plan,
+    as :func:`plan` sends it. Otherwise each value takes :func:`plan`."""
+    per_value = ["def each(xs, out):", "    out.extend(map(plan, xs))", "    return out"]
+    if len(shape) != 1 or shape[0][0] != "guard":
+        return per_value
+    mapped = [every for _, every in _tests(0, *shape[0][1:])]
+    if None in mapped:
+        return per_value
+    guard = ([f"    if not ({' and '.join(mapped)}):",  # type: ignore[arg-type]
+              "        out.extend(map(plan, xs))", "        return out"] if mapped else [])
+    return ["def each(xs, out):", *guard, "    base, rest = len(out), iter(xs)",
+            "    while True:", "        try:", "            out.extend(map(c0, rest))",
+            "            return out", "        except e0:",
+            "            out.append(k0(xs[len(out) - base]))"]

@@ -166,6 +166,15 @@ class Runner:
                 return fn(x)
             return run(x)
 
+        def each(xs: Any, out: list) -> list:  # (see fastplan: the plan over a structure's
+            fn = plans.get(HOST)               # leaves of one type)
+            many = getattr(fn, "each", None)
+            if many is not None and all(map(on_host, xs)):  # each would take the host plan
+                return many(xs, out)
+            out.extend(map(run_host_first, xs))
+            return out
+
+        run_host_first.each = each  # type: ignore[attr-defined]
         return run_host_first
 
     def _steps(self, edges: Sequence[Edge], copy: bool | None,

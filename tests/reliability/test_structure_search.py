@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from typing import Any
 
 import jax
@@ -312,3 +312,152 @@ def test_random_search_of_odd_structures_with_a_fresh_seed() -> None:
                        examples=max(rp.SLOW_EXAMPLES // 2, 20), path=__file__, non_empty=0.35)
     # (a floor, not the mean: over 6 seeds the share with an array ran 0.59 to 0.79)
     assert counts["supported"] and counts["zero_copy"], counts
+
+
+# ---- issue 49: wide nodes (more than compile.SMALL children) of torch leaves ----------------
+
+WIDE_NODES = ("dict", "ordered", "list", "tuple", "box")
+ODD_TORCH = ("grad", "conj", "neg", "meta", "bfloat16", "strided", "sparse", "float64",
+             "int64", "complex32", "empty", "parameter", "numpy", "none")
+"""Leaves a wide node of plain float32 tensors may hold a few of: each its own answer (the
+first eleven: a ``torch.Tensor`` its plan's ``each`` meets; the last three: another type, so
+the node converts one by one)."""
+
+
+def _torch_leaf(kind: str, i: int) -> Any:
+    """A leaf of ``kind`` (``"plain"``: a float32 tensor), torch's own warnings silenced."""
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {
+            "plain": lambda: torch.arange(4, dtype=torch.float32) + i,
+            "grad": lambda: torch.ones(3, requires_grad=True),
+            "conj": lambda: torch.tensor([1 + 2j, 3 - 1j]).conj(),
+            "neg": lambda: torch.tensor([1 + 2j, 3 - 1j]).conj().imag,
+            "meta": lambda: torch.empty(3, device="meta"),
+            "bfloat16": lambda: torch.arange(3, dtype=torch.bfloat16),
+            "strided": lambda: torch.arange(12.0).reshape(3, 4).t(),
+            "sparse": lambda: torch.eye(3).to_sparse(),
+            "float64": lambda: torch.arange(3, dtype=torch.float64),
+            "int64": lambda: torch.arange(3),
+            "complex32": lambda: torch.ones(2, dtype=torch.complex32),
+            "empty": lambda: torch.ones(0),
+            "parameter": lambda: torch.nn.Parameter(torch.ones(2)),
+            "numpy": lambda: np.arange(3, dtype=np.float32),
+            "none": lambda: None,
+        }[kind]()
+
+
+@st.composite
+def wide_specs(draw) -> tuple[str, int, dict]:
+    """``(node, n, {index: odd kind})``: a wide node of ``n`` plain leaves but a few."""
+    from interop.structures.compile import SMALL
+
+    n = draw(st.integers(SMALL + 1, SMALL + 24))
+    odd = draw(st.dictionaries(st.integers(0, n - 1), st.sampled_from(ODD_TORCH), max_size=3))
+    return draw(st.sampled_from(WIDE_NODES)), n, odd
+
+
+def _wide(node: str, leaves: list) -> tuple[Any, list[str]]:
+    """The node of ``leaves`` and each leaf's path."""
+    keys = [f"{i // 2}.{'weight' if i % 2 == 0 else 'bias'}" for i in range(len(leaves))]
+    if node in ("dict", "ordered"):
+        value = (dict if node == "dict" else OrderedDict)(zip(keys, leaves))
+        if node == "ordered":
+            value._metadata = {"": {"version": 1}}  # as a state_dict's
+        return value, [f"[{k!r}]" for k in keys]
+    value = leaves if node == "list" else tuple(leaves) if node == "tuple" else Box(*leaves)
+    return value, [f"[{i}]" for i in range(len(leaves))]
+
+
+def _outcome(call: Any) -> tuple[Any, Any, str]:
+    """``(result, error, the narrowing warnings' text)``; any other warning fails."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        try:
+            out, err = call(), None
+        except Exception as e:  # noqa: BLE001 - a meta tensor's error is torch's own
+            out, err = None, e
+    others = [str(w.message) for w in got if not issubclass(w.category, NarrowingWarning)]
+    assert not others, others
+    return out, err, " ".join(str(w.message) for w in got)
+
+
+def _host(x: Any) -> np.ndarray:
+    """A result (dense or sparse, of any framework here) as host NumPy, by its own calls."""
+    if hasattr(x, "to_dense") and getattr(x, "is_sparse", False):
+        x = x.to_dense()
+    elif hasattr(x, "todense") and not isinstance(x, np.ndarray):
+        x = x.todense()
+    return rp.to_host(x)
+
+
+def check_wide(spec: tuple, tgt: str) -> rp.Outcome:
+    """A wide node with a few odd leaves, after the plan kept for its plain twin: each leaf
+    what its own call gives (result, or the first failing leaf's error named by its path),
+    memory shared exactly where its own call shares it, one narrowing warning naming the
+    leaves whose own calls narrowed."""
+    node, n, odd = spec
+    here = f"{spec} -> {tgt}"
+    plain, _ = _wide(node, [_torch_leaf("plain", i) for i in range(n)])
+    _outcome(lambda: interop.to_framework(plain, tgt))  # the plan kept for the plain one
+    leaves = [_torch_leaf(odd.get(i, "plain"), i) for i in range(n)]
+    value, paths = _wide(node, leaves)
+    out, err, why = _outcome(lambda: interop.to_framework(value, tgt))
+    own = [(v, None, "") if v is None else _outcome(lambda v=v: interop.to_framework(v, tgt))
+           for v in leaves]  # (None: a leaf kept as it is)
+    outcome = rp.Outcome(supported=err is None)
+    failed = [(p, e) for p, (_, e, _) in zip(paths, own) if e is not None]
+    if failed:
+        path, want = failed[0]
+        assert type(err) is type(want), f"{here}\n{err!r} for {want!r}"
+        named = f"leaf {path}: {want}" if isinstance(want, InteropError) else str(want)
+        assert str(err) == named, f"{here}\n{err} for {named}"
+        return outcome
+    assert err is None, f"{here}\n{err!r}"
+    assert type(out) is type(value), here
+    results = list(out.values()) if isinstance(out, dict) else \
+        list(out.children) if isinstance(out, Box) else list(out)
+    if isinstance(out, dict):
+        assert list(out) == list(value), here
+        assert getattr(out, "__dict__", {}) == getattr(value, "__dict__", {}), here
+    narrowed = set()
+    for path, leaf, got, (want, _, w) in zip(paths, leaves, results, own):
+        at = f"{here}\nleaf {path}"
+        if w:
+            narrowed.add(path)
+        if want is leaf:  # kept as it is (None; a tensor to torch)
+            assert got is leaf, at
+            continue
+        assert type(got) is type(want) and getattr(got, "dtype", 0) == getattr(want, "dtype", 0), (
+            f"{at}: {type(got)} {getattr(got, 'dtype', '')} for {type(want)}")
+        assert rp.same_values(_host(got), _host(want)), at
+        if getattr(leaf, "layout", None) is not None and leaf.is_sparse:
+            continue  # several buffers: the sparse suites judge their sharing
+        shared = rp.overlaps(rp.span(leaf), rp.span(got))
+        assert shared == rp.overlaps(rp.span(leaf), rp.span(want)), f"{at}: shares {shared}"
+        outcome.zero_copy |= shared
+    assert named_leaves(why) == narrowed and why.count("NarrowingWarning") <= 1, (
+        f"{here}\n{why!r} for {narrowed}")
+    return outcome
+
+
+@pytest.mark.parametrize("tgt", ("numpy", "jax", "torch"))
+def test_wide_nodes_keep_the_contract(tgt: str) -> None:
+    @rp._settings()
+    @given(wide_specs())
+    def prop(spec: tuple) -> None:
+        rp._record("wide structure", tgt, check_wide(spec, tgt))
+
+    if rp.SEED is not None:
+        prop = seed(int(rp.SEED))(prop)
+    prop()
+
+
+@pytest.mark.slow
+def test_random_search_of_wide_nodes_with_a_fresh_seed() -> None:
+    counts = rp.search("test_wide_nodes", "not tensorflow and not paddle and not dali and "
+                       "not multidevice", examples=max(rp.SLOW_EXAMPLES // 2, 20),
+                       path=__file__, non_empty=1.0)
+    assert counts["supported"] < counts["cases"] and counts["zero_copy"], counts

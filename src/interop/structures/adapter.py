@@ -140,10 +140,7 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
         if _as_table(reg, w, tgt, mode, opts):
             return _table_run(w, lambda z: DICT.convert(reg, z, tgt, copy=copy, device=device,
                                                         **opts))
-        run = compile_tree(w, leaf_plan, narrows)
-        if not narrows:
-            return run
-        return _warning_once(run, w.node.type.__name__)
+        return compile_tree(w, leaf_plan, narrows)
 
     if stream is not None or opts:  # planned for this call only
         return lambda y: make(y)(y)
@@ -169,21 +166,6 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
         return run(y)
 
     return convert
-
-
-def _warning_once(run: Convert, label: str) -> Convert:
-    """``run`` emitting one :class:`~interop.errors.NarrowingWarning` naming every narrowed
-    leaf (its leaves' reasons are gathered, labelled with their paths)."""
-    from .. import narrowing
-
-    def narrowing_run(x: Any) -> Any:
-        with narrowing.gather() as got:
-            out = run(x)
-        if got:
-            narrowing.warn(f"{label}: " + "; ".join(got))
-        return out
-
-    return narrowing_run
 
 
 def _explain(reg: Any, x: Any, tgt: str, device: Any, copy: bool | None,

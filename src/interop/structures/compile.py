@@ -1,7 +1,9 @@
-"""A structure's plan: made once per structure from its walk, as nested closures, two per
-node: a check and a run. The check holds the node's type and keys and, per child, the child's
-type (and a nested node's check); the run holds, per child, its converter (an array leaf's own
-per-type plan from the registry, a nested node's run, or nothing for a leaf kept as it is).
+"""A structure's plan: made once per structure from its walk, as nested closures per node: a
+check, a run, and both in one (``whole``, what the root runs). The check holds the node's
+type and keys and, per child, the child's type (and a nested node's check); the run holds,
+per child, its converter (an array leaf's own per-type plan from the registry, a nested
+node's run, or nothing for a leaf kept as it is; children that are all leaves of one plan
+go to that plan's ``each`` together).
 The plan checks the whole value against the structure it was made for (node types, keys,
 leaf types) before it converts any leaf, and raises :class:`Mismatch` at the first
 difference: the caller then plans the value afresh, and no leaf was used (a DLPack capsule
@@ -21,7 +23,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from operator import is_
 from typing import Any
 
 from .. import narrowing
@@ -47,26 +50,20 @@ def at_path(e: InteropError, path: str) -> InteropError:
 def compile_tree(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
                  narrows: bool = False) -> Convert:
     """The closure converting values of the structure of ``tree``; ``leaf_plan`` gives each
-    array leaf's converter; ``narrows``: the target may narrow dtypes, so each leaf's
-    narrowing reasons are labelled with its path (:func:`interop.narrowing.gathered`)."""
-    check, run, whole = _compile(tree, leaf_plan, narrows)
-    if whole is not None:  # a node run by code made for its shape: checks, then converts
-        return whole
-
-    def convert(x: Any) -> Any:
-        check(x)  # the whole structure, before any leaf is converted
-        return run(x)
-
-    return convert
+    array leaf's converter; ``narrows``: the target may narrow dtypes, so the leaves'
+    narrowing reasons are gathered, each labelled with its leaf's path, into one
+    :class:`~interop.errors.NarrowingWarning` per call naming them all."""
+    return _compile(tree, leaf_plan, narrows, True)[2]  # checks it all, then converts
 
 
 Check = Callable[[Any], None]
 
 
-def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
-             narrows: bool) -> tuple[Check, Convert, Convert | None]:
-    """The check and the run of the node ``tree`` (see the module doc), and, for a node run
-    by code made for its shape, both in one function (``None`` otherwise)."""
+def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert], narrows: bool,
+             root: bool = False) -> tuple[Check, Convert, Convert]:
+    """The check and the run of the node ``tree`` (see the module doc), and both in one
+    function (``whole``: the check, then the run, each child's values read once; for the
+    ``root`` of a target that ``narrows``, within the call's gathering of reasons)."""
     types, fns, checks, paths = [], [], [], []
     for c in tree.children:
         paths.append(c.path if isinstance(c, Leaf) else None)
@@ -74,10 +71,9 @@ def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
         if isinstance(c, Leaf):
             types.append(c.type)
             try:
-                fn = leaf_plan(c)
+                fns.append(leaf_plan(c))
             except InteropError as e:
                 raise at_path(e, c.path) from e
-            fns.append(_labelled(fn, c.path) if narrows else fn)
         elif isinstance(c, Kept):
             types.append(c.type)
             fns.append(None)
@@ -90,23 +86,25 @@ def _compile(tree: Tree, leaf_plan: Callable[[Leaf], Convert],
     if node.kind != GENERIC and len(types) <= SMALL:
         shape = tuple("N" if isinstance(c, Tree) else "K" if isinstance(c, Kept) else "L"
                       for c in tree.children)
-        key = (node.kind, shape, strict)
+        key = (node.kind, shape, strict, narrows, root and narrows)
         make = _MAKERS.get(key)
         if make is None:
             make = _MAKERS[key] = _straight(*key)
         rebuild = rebuilder(node.type) if node.kind == DICT else None
         return make(node.type, len(types), node.keys, ktypes, same, tuple(types), tuple(fns),
                     tuple(checks), tuple(paths), rebuild)
-    children = _children_check(tuple(types), tuple(checks))
+    values_check = _values_check(tuple(types), tuple(checks))
+    convert = (_labelling if narrows else _converting)(tuple(fns), tuple(paths))
     if node.kind == DICT:
-        return (_dict_check(node.type, node.keys, ktypes, strict, children),
-                _dict_run(node.type, node.keys, tuple(fns), paths), None)
-    seq = _sequence(tuple(fns), tuple(paths))
-    if node.kind == GENERIC:
-        return (*_generic_run(node.type, len(types), node.meta, node.flatten, node.unflatten,
-                              children, seq), None)
-    return (_sequence_check(node.type, len(types), children),
-            _sequence_run(node.kind, node.type, seq), None)
+        check, run, whole = _dict(node.type, node.keys, ktypes, strict, values_check, convert)
+    elif node.kind == GENERIC:
+        check, run, whole = _generic(node.type, len(types), node.meta, node.flatten,
+                                     node.unflatten, values_check, convert)
+    else:
+        check, run, whole = _sequence(node.kind, node.type, len(types), values_check, convert)
+    if root and narrows:
+        whole = _gathering(whole, node.type.__name__)
+    return check, run, whole
 
 
 _PLAIN_KEYS = (str, int, bool, bytes, type(None))
@@ -154,17 +152,23 @@ SMALL = 16
 """A node of up to this many children (a batch) runs straight-line code made for its shape,
 compiled once per shape and process (as :mod:`interop.fastplan` does for plans); a larger one
 (a model's weights) runs a loop: straight-line code of a thousand children runs slower than
-the loop and takes a quarter of a second to compile (measured; see the notes of issue 30)."""
+the loop and takes a quarter of a second to compile (measured; see the notes of issue 30). A
+large node whose children are all array leaves of one plan hands them all to that plan's
+``each`` (:mod:`interop.fastplan`: the guard read by one ``map`` per test, then the
+framework's own call mapped over them; issue 49)."""
 
 _MAKERS: dict[tuple, Callable[..., tuple[Check, Convert, Convert]]] = {}
 
 
-def _straight(kind: str, shape: tuple[str, ...],
-              strict: bool) -> Callable[..., tuple[Check, Convert, Convert]]:
+def _straight(kind: str, shape: tuple[str, ...], strict: bool, narrows: bool,
+              root: bool) -> Callable[..., tuple[Check, Convert, Convert]]:
     """The maker of a node's check, run and both in one (``whole``) for ``kind`` and
     ``shape`` (per child ``"L"``: an array leaf, ``"K"``: a leaf kept, ``"N"``: a nested
     node); ``strict``: keys are matched by :func:`same` too, and the result holds the
-    value's own keys. For a dict of an array leaf and a
+    value's own keys; ``narrows``: the narrowing reasons a leaf adds to the list gathered
+    (:data:`interop.narrowing.STATE`) are labelled with its path, and a ``root`` gathers
+    them itself (as :func:`_gathering` does for a loop), emptying the list after each child
+    that added to it (``if got``: no call per leaf). For a dict of an array leaf and a
     nested node ``whole`` reads::
 
         def whole(x):
@@ -180,7 +184,8 @@ def _straight(kind: str, shape: tuple[str, ...],
             except InteropError as e:
                 raise at_path(e, p0) from e
             r1 = f1(v1)
-            return {k0: r0, k1: r1} if rebuild is None else rebuild(x, {k0: r0, k1: r1})
+            out = {k0: r0, k1: r1} if rebuild is None else rebuild(x, ((k0, r0), (k1, r1),))
+            return out
 
     ``check`` is its lines up to ``c1(v1)``; ``run`` unpacks the values and converts.
     """
@@ -197,61 +202,118 @@ def _straight(kind: str, shape: tuple[str, ...],
         check += [values, "if " + " or ".join(f"type(v{i}) is not t{i}" for i in range(n))
                   + ":", "    raise Mismatch"]
         check += [f"c{i}(v{i})" for i, c in enumerate(shape) if c == "N"]
+    gathers = narrows and root  # the call's gathering: got is emptied after each child
+    labels = narrows and not root and "L" in shape  # got holds the reasons from n on
+    if labels:
+        convert += ["got = state.got", "n = len(got)"]
     for i, c in enumerate(shape):
         if c == "L":
             convert += ["try:", f"    r{i} = f{i}(v{i})", "except InteropError as e:",
                         f"    raise at_path(e, p{i}) from e"]
+            convert += ["if len(got) != n:", f"    n = label(got, n, p{i})"] if labels else []
+            convert += ["if got:", f"    done = moved(done, got, p{i})"] if gathers else []
         else:
             convert.append(f"r{i} = {'v' if c == 'K' else 'f'}{i}"
                            + ("" if c == "K" else f"(v{i})"))
+            convert += ["n = len(got)"] if labels and c == "N" else []  # labelled there
+            convert += ["if got:", "    done = moved(done, got, None)"] if (
+                gathers and c == "N") else []
     items = ", ".join(f"k{i}: r{i}" for i in range(n)) if kind == DICT else names("r")
     built = {DICT: f"{{{items}}}", LIST: f"[{items}]", TUPLE: f"({items})",
              NAMEDTUPLE: f"T({names('r')[:-1]})"}[kind]
-    convert.append(f"return {built}" if kind != DICT else
-                   f"return {built} if rebuild is None else rebuild(x, {built})")
+    pairs = "(" + "".join(f"(k{i}, r{i}), " for i in range(n)) + ")"
+    convert.append(f"out = {built}" if kind != DICT else
+                   f"out = {built} if rebuild is None else rebuild(x, {pairs})")
+    if gathers:  # one warning names every narrowed leaf
+        convert = ["outer = state.got", "got = state.got = []", "done = None", "try:",
+                   *(f"    {line}" for line in convert), "finally:", "    state.got = outer",
+                   "if done:", "    warn(T.__name__ + ': ' + '; '.join(done))"]
+    convert.append("return out")
+    whole = check + convert
     unpack = [f"{names(p)} = {whole}" for p, whole in (("t", "types"), ("f", "fns"),
                                                        ("c", "checks"), ("p", "paths"),
                                                        ("k", "keys"))] if n else []
     bodies = (("check", check), ("run", ([values] if n else []) + convert),
-              ("whole", check + convert))
+              ("whole", whole))
     source = ("def make(T, N, keys, ktypes, same, types, fns, checks, paths, rebuild):\n"
               + "".join(f"    {line}\n" for line in unpack)
               + "".join(f"    def {name}(x):\n" + "".join(f"        {line}\n" for line in body)
                         for name, body in bodies)
               + "    return check, run, whole\n")
     namespace: dict[str, Any] = {"__name__": __name__, "Mismatch": Mismatch,
-                                 "InteropError": InteropError, "at_path": at_path}
+                                 "InteropError": InteropError, "at_path": at_path,
+                                 "state": narrowing.STATE, "label": _label,
+                                 "moved": _moved, "warn": narrowing.warn}
     exec(compile(source, f"<interop structure {kind} {''.join(shape)}>", "exec"), namespace)
     return namespace["make"]
 
 
-def _labelled(fn: Convert, path: str) -> Convert:
-    """``fn`` whose narrowing reasons name the leaf (one warning per call names them all)."""
-    def leaf(v: Any) -> Any:
-        got = narrowing.gathered()
-        n = len(got) if got is not None else 0
-        out = fn(v)
-        if got is not None and len(got) > n:
-            got[n:] = [f"leaf {path}: {why}" for why in got[n:]]
+def _label(got: list[str], n: int, path: str) -> int:
+    """Label the reasons a leaf added to ``got`` (from ``n`` on) with its ``path``; the new
+    length."""
+    got[n:] = [f"leaf {path}: {why}" for why in got[n:]]
+    return len(got)
+
+
+def _moved(done: list[str] | None, got: list[str], path: str | None) -> list[str]:
+    """``done`` (a new list for ``None``) with the reasons of ``got`` appended, labelled with
+    the leaf's ``path`` (``None``: a nested node's, labelled there); ``got`` emptied."""
+    done = [] if done is None else done
+    done += got if path is None else [f"leaf {path}: {why}" for why in got]
+    got.clear()
+    return done
+
+
+def _gathering(run: Convert, label: str) -> Convert:
+    """``run`` within a gathering of narrowing reasons (:data:`interop.narrowing.STATE`),
+    emitting one :class:`~interop.errors.NarrowingWarning` naming every narrowed leaf."""
+    state = narrowing.STATE
+
+    def narrowing_run(x: Any) -> Any:
+        outer = state.got
+        got: list[str] = []
+        state.got = got
+        try:
+            out = run(x)
+        finally:
+            state.got = outer
+        if got:
+            narrowing.warn(f"{label}: " + "; ".join(got))
         return out
 
-    return leaf
+    return narrowing_run
 
 
-def rebuilder(tp: type) -> Callable[[Any, dict], Any] | None:
-    """How a converted dict node of type ``tp`` is put back: ``None`` for a ``dict``; for a
-    subclass (a torch ``state_dict``'s ``OrderedDict``, ``Columns``) a new ``tp`` made as
-    ``copy.copy`` makes one (no ``__init__`` call), holding the converted items and the
-    source's instance attributes (a ``state_dict``'s ``_metadata``, which ``load_state_dict``
-    hands to the modules), the same objects, as torch's own copies of a state dict keep it."""
+def rebuilder(tp: type) -> Callable[[Any, Iterable[tuple[Any, Any]]], Any] | None:
+    """How a converted dict node of type ``tp`` is put back from its items (pairs): ``None``
+    for a ``dict``; for a subclass (a torch ``state_dict``'s ``OrderedDict``, ``Columns``) a
+    new ``tp`` made as ``copy.copy`` makes one (no ``__init__`` of a subclass runs, nor its
+    ``__setitem__``), holding the converted items and the source's instance attributes (a
+    ``state_dict``'s ``_metadata``, which ``load_state_dict`` hands to the modules), the same
+    objects, as torch's own copies of a state dict keep it."""
     if tp is dict:
         return None
-    put = OrderedDict.__setitem__ if issubclass(tp, OrderedDict) else dict.__setitem__
+    if tp is OrderedDict:  # its own constructor: what __new__ and its __setitem__ make
 
-    def rebuild(x: Any, items: dict) -> Any:
-        out = tp.__new__(tp)
-        for k, v in items.items():
-            put(out, k, v)
+        def make(items: Iterable[tuple[Any, Any]]) -> Any:
+            return OrderedDict(items)
+    elif issubclass(tp, OrderedDict):
+        put = OrderedDict.__setitem__
+
+        def make(items: Iterable[tuple[Any, Any]]) -> Any:
+            out = tp.__new__(tp)
+            for k, v in items:
+                put(out, k, v)
+            return out
+    else:  # dict.update sets items as dict.__setitem__ does, whatever the subclass's is
+
+        def make(items: Iterable[tuple[Any, Any]]) -> Any:
+            out = tp.__new__(tp)
+            dict.update(out, items)
+            return out
+
+    def rebuild(x: Any, items: Iterable[tuple[Any, Any]]) -> Any:
+        out = make(items)
         attrs = getattr(x, "__dict__", None)
         if attrs:
             out.__dict__.update(attrs)
@@ -260,98 +322,159 @@ def rebuilder(tp: type) -> Callable[[Any, dict], Any] | None:
     return rebuild
 
 
-def _children_check(types: tuple, checks: tuple) -> Check:
-    """The check of a node's children (their types, nested nodes' own checks)."""
-    def check(values: Any) -> None:
-        for v, t, c in zip(values, types, checks):
-            if type(v) is not t:
-                raise Mismatch
-            if c is not None:
-                c(v)
+def _values_check(types: tuple, checks: tuple) -> Callable[[Sequence[Any]], None]:
+    """The check of a node's children (a sequence): each of its type (one ``map``), then the
+    nested nodes' own checks."""
+    nested = tuple((i, c) for i, c in enumerate(checks) if c is not None)
 
-    return check
-
-
-def _dict_check(tp: type, keys: tuple, ktypes: tuple, strict: bool,
-                children: Check) -> Check:
-    n = len(keys)
-
-    def check(x: Any) -> None:
-        if (type(x) is not tp or len(x) != n or tuple(x) != keys
-                or tuple(map(type, x)) != ktypes or (strict and not same(tuple(x), keys))):
+    def check(values: Sequence[Any]) -> None:
+        if len(values) != len(types) or not all(map(is_, map(type, values), types)):
             raise Mismatch
-        children(x.values())
+        for i, c in nested:
+            c(values[i])
 
     return check
 
 
-def _dict_run(tp: type, keys: tuple, fns: tuple, paths: list) -> Convert:
-    at = dict(zip(keys, paths))
-    rebuild = rebuilder(tp)
+ConvertAll = Callable[[Sequence[Any]], list]
 
-    def run(x: Any) -> Any:
-        out = {}
-        k = None
+
+def _converting(fns: tuple, paths: tuple) -> ConvertAll:
+    """The children of a node (a sequence of values) converted, in a list: together, by
+    their plan's ``each``, when all are array leaves of one plan (a model's weights), else one
+    by one. An :class:`InteropError` names the leaf it came from (the list holds the children
+    converted before it)."""
+    one = fns[0] if fns else None
+    if one is not None and all(f is one for f in fns) and None not in paths:
+        each = getattr(one, "each", None)
+        if each is None:
+            def each(xs: Sequence[Any], out: list) -> list:
+                out.extend(map(one, xs))
+                return out
+
+        def together(values: Sequence[Any]) -> list:
+            out: list = []
+            try:
+                return each(values, out)
+            except InteropError as e:
+                raise at_path(e, paths[len(out)]) from e
+
+        return together
+
+    def convert(values: Sequence[Any]) -> list:
+        out: list = []
         try:
-            for k, v, f in zip(x, x.values(), fns):  # the value's own keys
-                out[k] = v if f is None else f(v)
-        except InteropError as e:
-            if at[k] is None:  # a nested node named its leaf already
-                raise
-            raise at_path(e, at[k]) from e
-        return out if rebuild is None else rebuild(x, out)
-
-    return run
-
-
-def _sequence(fns: tuple, paths: tuple) -> Callable[[Any], list]:
-    """The children of a sequence-like node (a list of values), converted."""
-    def convert(values: Any) -> list:
-        out = []
-        i = 0
-        try:
-            for i, (v, f) in enumerate(zip(values, fns)):  # noqa: B007 - read below
+            for v, f in zip(values, fns):
                 out.append(v if f is None else f(v))
         except InteropError as e:
-            if paths[i] is None:
+            if paths[len(out)] is None:  # a nested node named its leaf already
                 raise
-            raise at_path(e, paths[i]) from e
+            raise at_path(e, paths[len(out)]) from e
         return out
 
     return convert
 
 
-def _sequence_check(tp: type, n: int, children: Check) -> Check:
+def _labelling(fns: tuple, paths: tuple) -> ConvertAll:
+    """:func:`_converting` one by one, each leaf's narrowing reasons labelled with its path."""
+    state = narrowing.STATE
+
+    def convert(values: Sequence[Any]) -> list:
+        out: list = []
+        got = state.got
+        n = len(got)
+        try:
+            for v, f, p in zip(values, fns, paths):
+                out.append(v if f is None else f(v))
+                if len(got) != n:  # a nested node labelled its leaves' already
+                    n = len(got) if p is None else _label(got, n, p)
+        except InteropError as e:
+            if paths[len(out)] is None:
+                raise
+            raise at_path(e, paths[len(out)]) from e
+        return out
+
+    return convert
+
+
+def _dict(tp: type, keys: tuple, ktypes: tuple, strict: bool,
+          values_check: Callable[[Sequence[Any]], None],
+          convert: ConvertAll) -> tuple[Check, Convert, Convert]:
+    """A dict node's check, run and both in one: its keys read once, its values once."""
+    n = len(keys)
+    rebuild = rebuilder(tp)
+
+    def facts(x: Any) -> tuple[tuple, tuple]:
+        if type(x) is not tp or len(x) != n:
+            raise Mismatch
+        ks = tuple(x)
+        if (ks != keys or not all(map(is_, map(type, ks), ktypes))
+                or (strict and not same(ks, keys))):
+            raise Mismatch
+        values = tuple(x.values())
+        values_check(values)
+        return ks, values
+
+    def check(x: Any) -> None:
+        facts(x)
+
+    def build(x: Any, ks: tuple, values: tuple) -> Any:
+        items = zip(ks, convert(values))  # the value's own keys
+        return dict(items) if rebuild is None else rebuild(x, items)
+
+    def run(x: Any) -> Any:
+        return build(x, tuple(x), tuple(x.values()))
+
+    def whole(x: Any) -> Any:
+        return build(x, *facts(x))
+
+    return check, run, whole
+
+
+def _sequence(kind: str, tp: type, n: int, values_check: Callable[[Sequence[Any]], None],
+              convert: ConvertAll) -> tuple[Check, Convert, Convert]:
+    """A list's, tuple's or named tuple's check, run and both in one."""
+    assert kind in (LIST, TUPLE, NAMEDTUPLE)
+
     def check(x: Any) -> None:
         if type(x) is not tp or len(x) != n:
             raise Mismatch
-        children(x)
+        values_check(x)
 
-    return check
-
-
-def _sequence_run(kind: str, tp: type, seq: Callable[[Any], list]) -> Convert:
     def run(x: Any) -> Any:
-        out = seq(x)
+        out = convert(x)
         return out if kind == LIST else tuple(out) if kind == TUPLE else tp(*out)
 
-    assert kind in (LIST, TUPLE, NAMEDTUPLE)
-    return run
+    def whole(x: Any) -> Any:
+        check(x)
+        return run(x)
+
+    return check, run, whole
 
 
-def _generic_run(tp: type, n: int, meta: Any, flatten: Callable, unflatten: Callable,
-                 children: Check, seq: Callable[[Any], list]) -> tuple[Check, Convert]:
-    def check(x: Any) -> None:
+def _generic(tp: type, n: int, meta: Any, flatten: Callable, unflatten: Callable,
+             values_check: Callable[[Sequence[Any]], None],
+             convert: ConvertAll) -> tuple[Check, Convert, Convert]:
+    """A node of a pytree registry: taken apart by its ``flatten``, its metadata matched by
+    :func:`same`, put back by its ``unflatten``."""
+    def facts(x: Any) -> tuple[Any, Any]:
         if type(x) is not tp:
             raise Mismatch
         values, m = flatten(x)
         if len(values) != n or not same(m, meta):
             raise Mismatch
-        children(values)
+        values_check(values)
+        return values, m
+
+    def check(x: Any) -> None:
+        facts(x)
 
     def run(x: Any) -> Any:
         values, m = flatten(x)
-        return unflatten(m, seq(values))
+        return unflatten(m, convert(values))
 
-    return check, run
+    def whole(x: Any) -> Any:
+        values, m = facts(x)
+        return unflatten(m, convert(values))
 
+    return check, run, whole
