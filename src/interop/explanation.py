@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import composite, devices
-from .adapters.base import NEEDS_COPY, NULLS, UNSUPPORTED, NeedsCopy
+from .adapters.base import NEEDS_COPY, NULLS, UNSUPPORTED, NeedsCopy, RegistryLike
 from .copyroute import empty
 from .errors import InteropError, NullsError
 from .plan import Plan, Step
@@ -15,7 +15,7 @@ from .protocols import dlpack
 from .route import COMPOSITE, STRUCTURE, decide
 
 
-def explain(reg: Any, x: Any, target: str, device: Any = None,
+def explain(reg: RegistryLike, x: Any, target: str, device: Any = None,
             copy: bool | None = None, options: dict[str, Any] | None = None,
             stream: Any = None) -> Plan:
     """The plan for this value: steps, zero-copy or not, reasons and hazards; with a
@@ -43,7 +43,7 @@ def explain(reg: Any, x: Any, target: str, device: Any = None,
     return _edges_plan(reg, x, src, tgt, edges, have[0], copy, stream)
 
 
-def _edges_plan(reg: Any, x: Any, src: str, tgt: str, edges: tuple, dev: str,
+def _edges_plan(reg: RegistryLike, x: Any, src: str, tgt: str, edges: tuple, dev: str,
                 copy: bool | None, stream: int | None = None) -> Plan:
     """The plan of ``x`` along ``edges`` (``copy`` ``None`` or ``False``): each edge's check,
     as the runner's checked steps ask it, and the copy route where one says it copies."""
@@ -85,7 +85,7 @@ def _edges_plan(reg: Any, x: Any, src: str, tgt: str, edges: tuple, dev: str,
                 tuple(hazards) if zero_copy else ())  # a copy shares nothing
 
 
-def _move_plan(reg: Any, x: Any, route: Any, device: Any, copy: bool | None) -> Plan:
+def _move_plan(reg: RegistryLike, x: Any, route: Any, device: Any, copy: bool | None) -> Plan:
     """A move to another device: a copy, so what the copy route refuses of the value (and,
     without ``copy=True``, what its own plan to host NumPy refuses: nulls) is refused as the
     runner's :meth:`~interop.runner.Runner.move` refuses it, then the copy's placement."""
@@ -115,7 +115,7 @@ def _move_plan(reg: Any, x: Any, route: Any, device: Any, copy: bool | None) -> 
     return Plan(src, tgt, (step,), False, reasons)
 
 
-def _move_refused(reg: Any, x: Any, src: str, copying: Any, have: tuple[str, Any],
+def _move_refused(reg: RegistryLike, x: Any, src: str, copying: Any, have: tuple[str, Any],
                   copy: bool | None) -> tuple[str, str] | None:
     """Why a move of the host value ``x`` (its host copy: ``copying``) is refused
     (``(UNSUPPORTED or NULLS, why)``), as
@@ -133,7 +133,7 @@ def _move_refused(reg: Any, x: Any, src: str, copying: Any, have: tuple[str, Any
     return _refused_after_copy(reg, copying, src, x)
 
 
-def _copy_plan(reg: Any, at: str, tgt: str, reasons: list[str], hazards: list[str],
+def _copy_plan(reg: RegistryLike, at: str, tgt: str, reasons: list[str], hazards: list[str],
                steps: list[Step], origin: str | None = None, device: str = "cpu",
                value: Any = None) -> Plan:
     """The plan of the copy route the runner takes from ``at`` (after ``steps``): the
@@ -158,7 +158,7 @@ def _copy_plan(reg: Any, at: str, tgt: str, reasons: list[str], hazards: list[st
     return Plan(src, tgt, tuple(steps), False, tuple(reasons), tuple(hazards))
 
 
-def _planned_cast(reg: Any, route: Any, at: str, value: Any,
+def _planned_cast(reg: RegistryLike, route: Any, at: str, value: Any,
                   host: bool = True) -> tuple[str, str] | None:
     """``(dtype name, why)`` of the cast the copy ``route`` (or a move, which casts as it
     does) makes of ``value``, a value of ``at``, or ``None``; ``host``: the value may be read
@@ -174,7 +174,7 @@ def _planned_cast(reg: Any, route: Any, at: str, value: Any,
     return numpy.dtype(narrow[0]).name, narrow[1]
 
 
-def _refused_after_copy(reg: Any, route: Any, at: str,
+def _refused_after_copy(reg: RegistryLike, route: Any, at: str,
                         value: Any) -> tuple[str, str] | None:
     """Why the host copy ``route`` would refuse ``value``, a value of ``at``
     (``(UNSUPPORTED or NULLS, reason)``), judged as it runs: the whole value to host NumPy

@@ -59,6 +59,11 @@ class RegistryLike(Protocol):
     routes: Any
     """The edges between the frameworks (an ``interop.routing.Routes``, which imports this
     module)."""
+    runner: Any
+    """What compiles and runs routes, the copy route among them (an
+    ``interop.runner.Runner``), for the explanations that describe them."""
+    cache: Any
+    """The plans kept (an ``interop.cache.PlanCache``), for the structures' plans."""
 
     def convert(self, x: Any, target: str, *, device: Any = None, copy: bool | None = None,
                 stream: Any = None, **options: Any) -> Any:
@@ -70,6 +75,9 @@ class RegistryLike(Protocol):
 
     def owner(self, x: Any) -> str:
         """The name of the adapter owning ``x``."""
+
+    def find_owner(self, x: Any) -> str | None:
+        """The name of the adapter owning ``x``, or ``None`` when none does."""
 
     def target(self, name: str) -> str:
         """The framework name for a target name or alias (case-insensitive)."""

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..adapters.base import StructureAdapter
+from ..adapters.base import RegistryLike, StructureAdapter
 from ..errors import InteropError
 from ..tables import TABLE_TARGETS
 from .nodes import DICT, TUPLE, is_node
@@ -68,7 +68,7 @@ def is_table(w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bo
                         or any(leaf.owner in TABLE_TARGETS for leaf in leaves(w)))
 
 
-def leaf_options(reg: Any, leaf: Leaf, options: dict[str, Any]) -> dict[str, Any]:
+def leaf_options(reg: RegistryLike, leaf: Leaf, options: dict[str, Any]) -> dict[str, Any]:
     """The options of a call that ``leaf``'s own conversion takes (a DALI batch's ``ragged=``,
     a table leaf's ``nulls=``): those its adapter declares (:attr:`CompositeAdapter.options`)."""
     from ..names import TABLE_OPTIONS
@@ -80,7 +80,8 @@ def leaf_options(reg: Any, leaf: Leaf, options: dict[str, Any]) -> dict[str, Any
     return {k: v for k, v in options.items() if k in takes}
 
 
-def _as_table(reg: Any, w: Tree, tgt: str, mode: str | None, options: dict[str, Any]) -> bool:
+def _as_table(reg: RegistryLike, w: Tree, tgt: str, mode: str | None,
+              options: dict[str, Any]) -> bool:
     """:func:`is_table`; for a structure, the check its conversion makes first (options no
     leaf takes), raised. An option some leaf takes (a DALI batch's
     ``fill_value=``) does not make the dict a table."""
@@ -117,7 +118,7 @@ def _table_run(w: Tree, convert: Convert) -> Convert:
     return run
 
 
-def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | None,
+def _plan(reg: RegistryLike, x: Any, target: str, tgt: str, device: Any, copy: bool | None,
           stream: Any, options: dict[str, Any] | None) -> Convert:
     """The converter of structures of ``type(x)``: the kept plan of the structure seen, or
     one made for it (and kept) when the value has another structure."""
@@ -168,7 +169,7 @@ def _plan(reg: Any, x: Any, target: str, tgt: str, device: Any, copy: bool | Non
     return convert
 
 
-def _explain(reg: Any, x: Any, tgt: str, device: Any, copy: bool | None,
+def _explain(reg: RegistryLike, x: Any, tgt: str, device: Any, copy: bool | None,
              options: dict[str, Any] | None) -> Any:
     from ..tables.adapters import DICT
     from .explain import explain
@@ -183,7 +184,7 @@ def _explain(reg: Any, x: Any, tgt: str, device: Any, copy: bool | None,
     return explain(reg, w, tgt, device, copy, lambda leaf: leaf_options(reg, leaf, opts))
 
 
-def _leaves(reg: Any, x: Any) -> list[Any]:
+def _leaves(reg: RegistryLike, x: Any) -> list[Any]:
     from .walk import leaves, walk
 
     return [leaf.value for leaf in leaves(walk(reg, x, NAME))]

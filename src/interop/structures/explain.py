@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..adapters.base import RegistryLike
 from ..plan import Plan, Step
 from .walk import Leaf, Tree, kept, leaves
 
@@ -32,7 +33,7 @@ class StructurePlan(Plan):
         return "\n".join(lines)
 
 
-def explain(reg: Any, w: Tree, tgt: str, device: Any, copy: bool | None,
+def explain(reg: RegistryLike, w: Tree, tgt: str, device: Any, copy: bool | None,
             options: Callable[[Leaf], dict[str, Any]] = lambda leaf: {}) -> StructurePlan:
     """The plan of converting the walked structure ``w`` to ``tgt`` (``options``: the options
     each leaf takes); converts nothing."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ..adapters.base import RegistryLike
 from .nodes import Node
 
 
@@ -46,7 +47,7 @@ KEPT_TYPES = (bytes,)
 protocol): in a structure they are data, like ``str``, not arrays."""
 
 
-def walk(reg: Any, x: Any, node_owner: str, path: str = "",
+def walk(reg: RegistryLike, x: Any, node_owner: str, path: str = "",
          within: tuple[int, ...] = ()) -> Walked:
     """``x`` walked: every value the registry owns is a leaf, unless its owner is
     ``node_owner`` (the structures' own adapter); values nobody owns, and ``bytes``, are kept.
