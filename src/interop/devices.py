@@ -15,6 +15,15 @@ from typing import Any
 from .errors import DeviceError
 
 NO_CUDA = "this machine has no CUDA device (none visible to CuPy or torch)"
+DATALESS = "meta"
+"""The device of values without data (torch's ``meta`` tensors: a shape and a dtype)."""
+
+
+def no_data(src: str) -> str:
+    """Why a ``src`` value on the :data:`DATALESS` device cannot be handed over or copied."""
+    return (f"the {src} value is on the meta device: it has a shape and a dtype but no data "
+            "to hand over or copy; materialize it first (torch.empty_like(t, device='cpu'), "
+            "or load its values, e.g. model.to_empty(device='cpu') then load_state_dict)")
 
 
 DEVICE_FORMS = ("'cpu', 'cuda', 'cuda:N' (N the device index), 'cpu:N' (the CPU device N of a "

@@ -20,6 +20,7 @@ from .adapters.base import (
     StructureAdapter,
 )
 from .arguments import check_copy
+from .devices import DATALESS, no_data
 from .errors import (
     DeviceError,
     FrameworkMissingError,
@@ -120,6 +121,8 @@ def decide(reg: RegistryLike, x: Any, target: str, device: Any = None, copy: boo
         raise no_options(reg, src, options)
     assert isinstance(adapter, ArrayAdapter)
     have = adapter.device(x)
+    if have[0] == DATALESS and (device is not None or copy is True):  # (elsewhere: refuse)
+        return Route(src, tgt, FAILS, adapter, failure=(REFUSED, no_data(src)))
     move, edges = _array_way(reg.routes, adapter, have, target_adapter, device)
     number = stream_number(src, have[0], stream)
     per_value = stream is None and (device is not None or move is not None
@@ -181,7 +184,7 @@ def device_move(src: ArrayAdapter, have: tuple[str, int], tgt: ArrayAdapter,
             return kind, index or 0
     if have[0] == "cpu" and tgt.devices == ("cuda",):
         return "cuda", None  # a device-only target: to the current device, as it would itself
-    if have[0] not in tgt.devices:
+    if have[0] not in tgt.devices and tgt is not src:  # (its own framework holds it there)
         raise DeviceError(
             f"the {src.name} value lives on {have[0]}:{have[1]} but {tgt.name} holds "
             f"{' / '.join(tgt.devices)} memory only: pass device='cpu' to copy it to the host"

@@ -16,6 +16,7 @@ from helpers import aligned, data_pointer, report_upstream, run_child
 from interop.errors import (
     InteropError,
     NullsError,
+    UnsupportedConversionError,
     ZeroCopyError,
 )
 from machine import jax_on_cpu
@@ -382,3 +383,34 @@ def test_awkward_values_round_trip(kind, target):
     np.testing.assert_array_equal(back, a)
     again = interop.to_framework(interop.to_framework(back, "torch"), target, copy=True)
     np.testing.assert_array_equal(np.asarray(as_numpy(again)), a)
+
+
+@pytest.mark.parametrize("target", ["numpy", "jax", "pyarrow", "torch"])
+@pytest.mark.parametrize("kw", [{}, {"copy": True}, {"device": "cpu"}])
+def test_a_meta_tensor_gets_one_answer_fresh_or_after_a_kept_plan(target, kw):
+    """A meta tensor (a shape and a dtype, no data) is refused with an error naming the meta
+    device and the way to materialize it, by a fresh registry and by the plan a plain tensor
+    left; explain and can_convert say the same. To torch without device= or copy=True it is
+    itself: a meta tensor stays a torch value (a copy or a move has no data to take)."""
+    import torch
+
+    from interop.default import build
+
+    meta = torch.empty(3, device="meta")
+    fresh, kept = build(), build()
+    kept.convert(torch.arange(3.0), target, **kw)
+    answers = []
+    for reg in (fresh, kept, kept):
+        try:
+            out = reg.convert(meta, target, **kw)
+            answers.append(("ok", out.device.type, tuple(out.shape)))
+        except InteropError as e:
+            assert isinstance(e, UnsupportedConversionError) and "meta device" in str(e), e
+            assert "materialize" in str(e)
+            answers.append(("refused",))
+        assert reg.explain(meta, target, kw.get("device"), kw.get("copy")).supported == (
+            answers[-1][0] == "ok")
+    assert answers[0] == answers[1] == answers[2], answers
+    assert interop.can_convert(meta, target, **kw) == (answers[0][0] == "ok")
+    own = target == "torch" and not kw
+    assert answers[0] == (("ok", "meta", (3,)) if own else ("refused",))

@@ -377,7 +377,7 @@ def _outcome(call: Any) -> tuple[Any, Any, str]:
         warnings.simplefilter("always")
         try:
             out, err = call(), None
-        except Exception as e:  # noqa: BLE001 - a meta tensor's error is torch's own
+        except Exception as e:  # noqa: BLE001 - compared with the leaf's own call
             out, err = None, e
     others = [str(w.message) for w in got if not issubclass(w.category, NarrowingWarning)]
     assert not others, others

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import interop
-from interop.errors import InteropError, NarrowingWarning
+from interop.errors import InteropError, NarrowingWarning, UnsupportedConversionError
 from interop.structures.compile import SMALL
 from oracles import pointer
 
@@ -67,7 +67,7 @@ def _outcome(call):
         warnings.simplefilter("always")
         try:
             out, err = call(), None
-        except Exception as e:  # noqa: BLE001 - a meta tensor's error is torch's own
+        except Exception as e:  # noqa: BLE001 - compared with the leaf's own call
             out, err = None, e
     return out, err, " ".join(str(w.message) for w in got
                               if issubclass(w.category, NarrowingWarning))
@@ -216,7 +216,7 @@ def test_a_gathering_around_a_structure_gets_its_one_reason_and_is_restored():
         interop.to_framework(tree, "jax")
         assert len(got) == 1 and got[0].startswith("dict: leaf ['z']: "), got
         tree["t"] = torch.empty(2, device="meta")  # the kept plan: 'z' narrows, then 't' fails
-        with pytest.raises(NotImplementedError):  # (torch's own error for a meta tensor)
+        with pytest.raises(UnsupportedConversionError, match="meta device"):
             interop.to_framework(tree, "jax")
         narrowing.warn("after")
     assert len(got) == 2 and got[-1] == "after", got

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from ..devices import DATALESS, no_data
 from ..errors import MalformedError, UnsupportedConversionError
 from ..protocols import dlpack
 from ..view import BufferView
@@ -364,13 +365,22 @@ def _plain_numpy_dtypes() -> frozenset[Any]:
     return frozenset(np.dtype(c) for c in "?bBhHiIlLqQefd")
 
 
+def _refuse(t: Any) -> str | None:
+    """Why ``t`` goes to no other framework: a meta tensor has no data (the adapter's
+    ``refuse``, judged by the route before any plan, and by :func:`tensor_check` in the
+    plans kept for tensors)."""
+    return no_data("torch") if t.device.type == DATALESS else None
+
+
 def tensor_check(t: Any) -> tuple[str, str] | None:
     """Why ``Tensor.numpy()`` cannot view ``t`` as it is."""
     why = _layout_obstacle(t)
     if why:
         return UNSUPPORTED, why
     if t.device.type != "cpu":
-        return NEEDS_COPY, f"the tensor lives on {t.device}; NumPy reads host memory"
+        why = _refuse(t)
+        return (UNSUPPORTED, why) if why else (
+            NEEDS_COPY, f"the tensor lives on {t.device}; NumPy reads host memory")
     lazy = _lazy_bits(t)
     if lazy:
         return lazy
@@ -428,7 +438,7 @@ def _to_numpy(t: Any) -> Any:
     """Any tensor as host NumPy, copying if it must (the copy route's first half). On the
     CPU, NumPy resolves a lazy conjugate/negative bit: torch's own kernels crash on complex
     buffers off multiples of the itemsize, which NumPy reads safely."""
-    why = _layout_obstacle(t) or _dtype_obstacle(t)
+    why = _layout_obstacle(t) or _dtype_obstacle(t) or _refuse(t)
     if why:
         raise UnsupportedConversionError(why)
     t = t.detach()
@@ -516,6 +526,7 @@ ADAPTER = ArrayAdapter(
     assemble=(("jagged", "torch.nested.nested_tensor_from_jagged(values, offsets)",
                lambda p: module("torch").nested.nested_tensor_from_jagged(
                    *(dict(p.arrays)[k] for k in ("values", "offsets")))),),
+    refuse=_refuse,
 )
 
 
