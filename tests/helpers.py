@@ -209,3 +209,46 @@ def register_nodes() -> None:
     tu.register_pytree_node(Noisy, lambda b: (list(b.children), b.raises),
                             lambda raises, ch: Noisy(*ch, raises=raises))
     _REGISTERED.append(True)
+
+
+def torch_leaf(kind: str, i: int = 0) -> Any:
+    """A structure's leaf of ``kind`` (``"plain"``: a float32 tensor; the odd ones a wide node
+    hides among plain ones: requires grad, conj, neg, meta, bfloat16, strided, sparse ...),
+    made with torch's own warnings about it silenced."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {
+            "plain": lambda: torch.arange(4, dtype=torch.float32) + i,
+            "grad": lambda: torch.ones(3, requires_grad=True),
+            "conj": lambda: torch.tensor([1 + 2j, 3 - 1j]).conj(),
+            "neg": lambda: torch.tensor([1 + 2j, 3 - 1j]).conj().imag,
+            "meta": lambda: torch.empty(3, device="meta"),
+            "bfloat16": lambda: torch.arange(3, dtype=torch.bfloat16),
+            "strided": lambda: torch.arange(12.0).reshape(3, 4).t(),
+            "sparse": lambda: torch.eye(3).to_sparse(),
+            "float64": lambda: torch.arange(3, dtype=torch.float64),
+            "int64": lambda: torch.arange(3),
+            "complex32": lambda: torch.ones(2, dtype=torch.complex32),
+            "empty": lambda: torch.ones(0),
+            "parameter": lambda: torch.nn.Parameter(torch.ones(2)),
+            "numpy": lambda: np.arange(3, dtype=np.float32),
+            "none": lambda: None,
+        }[kind]()
+
+
+def outcome(call: Any) -> tuple[Any, Any, list[Any]]:
+    """``(result, error, warnings)`` of ``call()``: its result (``None`` where it raised), the
+    exception it raised (``None``: none) and every warning it gave."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        try:
+            out, err = call(), None
+        except Exception as e:  # noqa: BLE001 - compared by the caller
+            out, err = None, e
+    return out, err, list(got)

@@ -35,7 +35,16 @@ from hypothesis import given, seed
 from hypothesis import strategies as st
 
 import interop
-from helpers import DLPackOnly, JaxKeyed, KeyedNode, Noisy, NoisyLeaf, register_nodes
+from helpers import (
+    DLPackOnly,
+    JaxKeyed,
+    KeyedNode,
+    Noisy,
+    NoisyLeaf,
+    outcome,
+    register_nodes,
+    torch_leaf,
+)
 from interop.errors import InteropError, NarrowingWarning
 
 
@@ -324,29 +333,6 @@ first eleven: a ``torch.Tensor`` its plan's ``each`` meets; the last three: anot
 the node converts one by one)."""
 
 
-def _torch_leaf(kind: str, i: int) -> Any:
-    """A leaf of ``kind`` (``"plain"``: a float32 tensor), torch's own warnings silenced."""
-    import torch
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return {
-            "plain": lambda: torch.arange(4, dtype=torch.float32) + i,
-            "grad": lambda: torch.ones(3, requires_grad=True),
-            "conj": lambda: torch.tensor([1 + 2j, 3 - 1j]).conj(),
-            "neg": lambda: torch.tensor([1 + 2j, 3 - 1j]).conj().imag,
-            "meta": lambda: torch.empty(3, device="meta"),
-            "bfloat16": lambda: torch.arange(3, dtype=torch.bfloat16),
-            "strided": lambda: torch.arange(12.0).reshape(3, 4).t(),
-            "sparse": lambda: torch.eye(3).to_sparse(),
-            "float64": lambda: torch.arange(3, dtype=torch.float64),
-            "int64": lambda: torch.arange(3),
-            "complex32": lambda: torch.ones(2, dtype=torch.complex32),
-            "empty": lambda: torch.ones(0),
-            "parameter": lambda: torch.nn.Parameter(torch.ones(2)),
-            "numpy": lambda: np.arange(3, dtype=np.float32),
-            "none": lambda: None,
-        }[kind]()
 
 
 @st.composite
@@ -373,12 +359,7 @@ def _wide(node: str, leaves: list) -> tuple[Any, list[str]]:
 
 def _outcome(call: Any) -> tuple[Any, Any, str]:
     """``(result, error, the narrowing warnings' text)``; any other warning fails."""
-    with warnings.catch_warnings(record=True) as got:
-        warnings.simplefilter("always")
-        try:
-            out, err = call(), None
-        except Exception as e:  # noqa: BLE001 - compared with the leaf's own call
-            out, err = None, e
+    out, err, got = outcome(call)
     others = [str(w.message) for w in got if not issubclass(w.category, NarrowingWarning)]
     assert not others, others
     return out, err, " ".join(str(w.message) for w in got)
@@ -400,9 +381,9 @@ def check_wide(spec: tuple, tgt: str) -> rp.Outcome:
     leaves whose own calls narrowed."""
     node, n, odd = spec
     here = f"{spec} -> {tgt}"
-    plain, _ = _wide(node, [_torch_leaf("plain", i) for i in range(n)])
+    plain, _ = _wide(node, [torch_leaf("plain", i) for i in range(n)])
     _outcome(lambda: interop.to_framework(plain, tgt))  # the plan kept for the plain one
-    leaves = [_torch_leaf(odd.get(i, "plain"), i) for i in range(n)]
+    leaves = [torch_leaf(odd.get(i, "plain"), i) for i in range(n)]
     value, paths = _wide(node, leaves)
     out, err, why = _outcome(lambda: interop.to_framework(value, tgt))
     own = [(v, None, "") if v is None else _outcome(lambda v=v: interop.to_framework(v, tgt))

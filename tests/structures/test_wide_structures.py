@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import interop
+from helpers import outcome, torch_leaf
 from interop.errors import InteropError, NarrowingWarning, UnsupportedConversionError
 from interop.structures.compile import SMALL
 from oracles import pointer
@@ -39,36 +40,13 @@ def _state() -> collections.OrderedDict:
     return out
 
 
-def _odd(kind: str):
-    """A tensor of ``kind`` (created with torch's own warnings about it silenced)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return {
-            "grad": lambda: torch.ones(3, requires_grad=True),
-            "conj": lambda: torch.tensor([1 + 2j, 3 - 1j]).conj(),
-            "neg": lambda: torch.tensor([1 + 2j, 3 - 1j]).conj().imag,
-            "meta": lambda: torch.empty(3, device="meta"),
-            "bfloat16": lambda: torch.arange(3, dtype=torch.bfloat16),
-            "strided": lambda: torch.arange(12.0).reshape(3, 4).t(),
-            "sparse": lambda: torch.eye(3).to_sparse(),
-            "float64": lambda: torch.arange(3, dtype=torch.float64),
-            "complex32": lambda: torch.ones(2, dtype=torch.complex32),
-            "empty": lambda: torch.ones(0),
-        }[kind]()
-
-
 KINDS = ("grad", "conj", "neg", "meta", "bfloat16", "strided", "sparse", "float64",
          "complex32", "empty")
 
 
 def _outcome(call):
     """``(result, error, narrowing warnings' text)`` of ``call()``."""
-    with warnings.catch_warnings(record=True) as got:
-        warnings.simplefilter("always")
-        try:
-            out, err = call(), None
-        except Exception as e:  # noqa: BLE001 - compared with the leaf's own call
-            out, err = None, e
+    out, err, got = outcome(call)
     return out, err, " ".join(str(w.message) for w in got
                               if issubclass(w.category, NarrowingWarning))
 
@@ -98,7 +76,7 @@ def test_one_odd_leaf_among_a_thousand_gets_its_own_answer(kind, target):
     for at in AT:
         state = _state()
         key = list(state)[at]
-        state[key] = _odd(kind)
+        state[key] = torch_leaf(kind)
         got, err, why = _outcome(lambda s=state: interop.to_framework(s, target))
         leaves = {k: _outcome(lambda t=t: interop.to_framework(t, target))
                   for k, t in state.items()}
@@ -155,7 +133,7 @@ def test_a_thousand_leaves_of_one_type_take_their_plans_each(kind):
     state = _state()
     inner = 0  # the fast plan's frames (its code, shared by plans of its shape) the odd
     if kind != "plain":  # leaf's own call enters below its own (a sparse tensor's parts)
-        odd = state[list(state)[517]] = _odd(kind)
+        odd = state[list(state)[517]] = torch_leaf(kind)
         inner = _frames(lambda: interop.to_framework(odd, "numpy"))[plan.__code__] - 1
     fails = _outcome(lambda: interop.to_framework(state, "numpy"))[1] is not None
     seen = _frames(lambda: interop.to_framework(state, "numpy"))
@@ -267,7 +245,7 @@ def test_where_plans_read_each_values_device_the_leaves_go_through_its_each(kind
     state = _state()
     key = list(state)[517]
     if kind != "plain":
-        state[key] = _odd(kind)
+        state[key] = torch_leaf(kind)
     got, err, _ = _outcome(lambda: reg.convert(state, "numpy"))
     leaves = {k: _outcome(lambda t=t: reg.convert(t, "numpy")) for k, t in state.items()}
     failed = [(k, e) for k, (_, e, _) in leaves.items() if e is not None]

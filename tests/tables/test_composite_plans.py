@@ -63,12 +63,34 @@ def _lists(offsets, values, otype, large=False):
     return maker.from_arrays(pa.array(offsets, otype), pa.array(values, pa.int64()))
 
 
-def _alone(x, target):
-    """What a registry that never converted anything gives for ``x``, or the error's type."""
+def _result(reg, x, target):
+    """What ``reg`` gives for ``x``, or the error's type."""
     try:
-        return build().convert(x, target)
-    except Exception as e:  # noqa: BLE001 - compared with the kept plan's answer
+        return reg.convert(x, target)
+    except Exception as e:  # noqa: BLE001 - compared with a fresh registry's answer
         return type(e)
+
+
+def _by_the_fast_form(reg, plain, target, fast, walked):
+    """``plain`` converted on ``reg`` once its plan took the fast form: the fast form's check
+    ran once (``fast``) and the walk's not (``walked``)."""
+    for _ in range(3):  # the first walks, the kernel loads by the second check, then fast
+        reg.convert(plain, target)
+    fast.clear(), walked.clear()
+    got = reg.convert(plain, target)
+    assert len(fast) == 1 and not walked, "the kept plan did not take its fast form"
+    return got
+
+
+def _each_as_alone(reg, values, target, same):
+    """Each of ``values`` converts on ``reg`` (which kept plans) as on a registry that never
+    converted anything: the same error type, or results ``same(x, have, want)`` accepts."""
+    for x in values:
+        want, have = _result(build(), x, target), _result(reg, x, target)
+        if isinstance(want, type):
+            assert have is want, (x, have, want)
+        else:
+            same(x, have, want)
 
 
 @pytest.mark.parametrize("target", ["torch", "numpy"])
@@ -88,11 +110,7 @@ def test_a_kept_list_plan_reads_each_value_afresh(monkeypatch, target, large):
     otype = pa.int64() if large else pa.int32()
     plain = _lists([0, 2, 2, 5], [1, 2, 3, 4, 5], otype, large=large)
     reg = build()
-    for _ in range(3):  # the first walks, the kernel loads by the second check, then fast
-        reg.convert(plain, target)
-    fast.clear(), walked.clear()
-    got = reg.convert(plain, target)
-    assert len(fast) == 1 and not walked, "the kept plan did not take its fast form"
+    got = _by_the_fast_form(reg, plain, target, fast, walked)
     values, offsets = (got.values(), got.offsets()) if target == "torch" else tuple(got)
     address = values.data_ptr() if target == "torch" else values.ctypes.data
     assert address == plain.values.buffers()[1].address
@@ -107,21 +125,17 @@ def test_a_kept_list_plan_reads_each_value_afresh(monkeypatch, target, large):
               _lists(pa.array([0, 1, None, 3], otype), [1, 2, 3], otype, large=large),
               _lists([0, 1, 3], [1, None, 3], otype, large=large), plain.slice(0, 0),
               *bad, plain]
-    for x in others:
-        want = _alone(x, target)
-        try:
-            have = reg.convert(x, target)
-        except Exception as e:  # noqa: BLE001
-            have = type(e)
-        if isinstance(want, type):
-            assert have is want, (x, have, want)
-            continue
+
+    def same(x, have, want):
         w = (want.values(), want.offsets()) if target == "torch" else tuple(want)
         h = (have.values(), have.offsets()) if target == "torch" else tuple(have)
         for a, b in zip(h, w):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-        assert [np.asarray(h[0][a:b]).tolist() for a, b in zip(h[1].tolist(), h[1].tolist()[1:])] \
+        bounds = h[1].tolist()
+        assert [np.asarray(h[0][a:b]).tolist() for a, b in zip(bounds, bounds[1:])] \
             == x.to_pylist()
+
+    _each_as_alone(reg, others, target, same)
 
 
 def test_chunked_list_columns_and_number_columns_share_a_type_in_either_order():
@@ -209,11 +223,7 @@ def test_a_kept_sparse_plan_reads_each_value_afresh(monkeypatch, target, fmt):
     make = sp.csr_array if fmt == "csr" else sp.csc_array
     plain = make(np.array([[1.0, 0, 2], [0, 3, 0]]))
     reg = build()
-    for _ in range(3):  # the first walks, the kernel loads by the second check, then fast
-        reg.convert(plain, target)
-    fast.clear(), walked.clear()
-    got = reg.convert(plain, target)
-    assert len(fast) == 1 and not walked, "the kept plan did not take its fast form"
+    got = _by_the_fast_form(reg, plain, target, fast, walked)
     if target == "torch":
         assert got.values().data_ptr() == plain.data.ctypes.data
     np.testing.assert_array_equal(_dense_of(got), plain.toarray())
@@ -239,18 +249,13 @@ def test_a_kept_sparse_plan_reads_each_value_afresh(monkeypatch, target, fmt):
         raw(strided, np.array([0, 2, 1] if fmt == "csr" else [0, 1, 0], np.int32), ptr),
         raw(np.arange(1.0, n + 1), np.array([0, 1, 0], np.int32), readonly),
         plain]
-    for x in others:
-        want = _alone(x, target)
-        try:
-            have = reg.convert(x, target)
-        except Exception as e:  # noqa: BLE001
-            have = type(e)
-        if isinstance(want, type):
-            assert have is want, (x, have, want)
-        else:
-            np.testing.assert_array_equal(_dense_of(have), x.toarray())
-            for a, b in zip(_buffers_of(have), _buffers_of(want), strict=True):
-                np.testing.assert_array_equal(a, b)
+
+    def same(x, have, want):
+        np.testing.assert_array_equal(_dense_of(have), x.toarray())
+        for a, b in zip(_buffers_of(have), _buffers_of(want), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+    _each_as_alone(reg, others, target, same)
 
 
 def _answer(reg, x, target):
