@@ -104,18 +104,11 @@ def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, co
         return walk(x)
 
     def walk(x: Any) -> Any:
-        parts = _checked(reg, adapter, take(adapter, x, opts, reg))
-        if fmt is not None and fmt != parts.layout:
+        parts, builder, fixes = decided(reg, adapter, x, opts, fmt, tgt, copy, builders)
+        if builder is None:  # format= changes the layout
+            assert fmt is not None
             again = _reformat(reg, adapter, x, parts, fmt, copy)
             return reg.convert(again, tgt, copy=copy, device=device, stream=stream)
-        if parts.nulls or parts.copied:
-            why = blocked(adapter, parts, copy)
-            if why is not None:
-                raise (NullsError if parts.nulls and copy is not True else ZeroCopyError)(why)
-        builder = builders.get(parts.layout)
-        if builder is None:
-            builder = builders[parts.layout] = _builder(reg, adapter, parts, tgt)
-        parts, fixes = _prepared(reg, adapter, parts, builder)
         if fixes and copy is False:
             raise ZeroCopyError(f"{adapter.name} -> {tgt}: copy=False, but "
                                 + "; ".join(_fix_reason(parts.layout, f) for f in fixes))
@@ -133,6 +126,33 @@ def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, co
         return made
 
     return by_parts
+
+
+def decided(reg: RegistryLike, adapter: CompositeAdapter, x: Any, opts: dict[str, Any],
+            fmt: str | None, tgt: str, copy: bool | None,
+            builders: dict[str, CompositeAdapter] | None = None
+            ) -> tuple[Parts, CompositeAdapter | None, tuple[Fix, ...]]:
+    """The decisions of converting ``x`` to ``tgt``, read by the walk (which converts by
+    them) and by :func:`explain` (which describes them): ``x``'s parts checked; where
+    ``format=`` changes the layout, those parts and no builder; else the parts as the builder
+    takes them (kept per layout in ``builders``) and the fixes it needs (not applied: under
+    ``copy=False`` each caller names them). Raises what the conversion raises: a broken value,
+    nulls without ``copy=True``, a copy to take it apart under ``copy=False``, a target
+    without the layout."""
+    parts = _checked(reg, adapter, take(adapter, x, opts, reg))
+    if fmt is not None and fmt != parts.layout:
+        return parts, None, ()
+    if parts.nulls or parts.copied:
+        why = blocked(adapter, parts, copy)
+        if why is not None:
+            raise (NullsError if parts.nulls and copy is not True else ZeroCopyError)(why)
+    builder = builders.get(parts.layout) if builders is not None else None
+    if builder is None:
+        builder = _builder(reg, adapter, parts, tgt)
+        if builders is not None:
+            builders[parts.layout] = builder
+    parts, fixes = _prepared(reg, adapter, parts, builder)
+    return parts, builder, fixes
 
 
 def _fast(reg: RegistryLike, read: Callable[[Any], Any], parts: Parts, builder: CompositeAdapter,
@@ -223,7 +243,8 @@ def _itself(x: Any) -> Any:
 def explain(reg: RegistryLike, adapter: CompositeAdapter, x: Any, tgt: str, device: Any,
             copy: bool | None, options: dict[str, Any] | None) -> Any:
     """The plan of ``x`` to ``tgt``: the kind's own, or its parts'
-    (:func:`interop.plan.of_parts`), after the format change and the fixes its parts need."""
+    (:func:`interop.plan.of_parts`), by the walk's decisions (:func:`decided`): the format
+    change, or the builder and the fixes its parts need; what the walk raises, a refusal."""
     from .plan import Plan, Step, of_parts
 
     if adapter.explain is not None:
@@ -234,44 +255,15 @@ def explain(reg: RegistryLike, adapter: CompositeAdapter, x: Any, tgt: str, devi
             and not opts):
         return Plan(adapter.name, tgt, (Step(adapter.name, tgt, "identity"),), True)
     try:
-        parts = take(adapter, x, opts, reg)
-        parts = _checked(reg, adapter, parts)
-    except NullsError as e:  # nulls no copy fills (integers): what the conversion raises
-        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False, error="nulls")
-    except MalformedError as e:  # a broken value: the conversion raises it, whatever the path
-        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
-                    error="malformed")
-    except UnsupportedConversionError as e:  # a value of the kind it cannot take apart
-        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
-                    error="unsupported")
-    if fmt is not None and fmt != parts.layout:
-        step = Step(adapter.name, adapter.name, f"format={fmt!r} ({parts.layout} -> {fmt})",
-                    copies=True)
-        why = (f"format={fmt!r} changes the layout from {parts.layout}: the source "
-               "framework's own call rebuilds the value, and any buffer it keeps of the "
-               "source is copied: every buffer of the result is new")
-        if copy is False:
-            return Plan(adapter.name, tgt, (step,), False, (why,), supported=False,
-                        error="zero-copy")
-        try:
-            again = _reformatted(adapter, x, parts, fmt)
-        except InteropError as e:
-            return Plan(adapter.name, tgt, (step,), False, (str(e),), supported=False,
-                        error="memory" if isinstance(e, TooLargeError) else "unsupported")
-        rest = reg.explain(again, tgt, device, copy)
-        later = tuple(r for r in rest.reasons if not r.startswith(SHARED))  # (of the new value)
-        return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *later),
-                    (), rest.supported, rest.error)
-    blocked_why = blocked(adapter, parts, copy)
-    if blocked_why is not None:
-        return Plan(adapter.name, tgt, (), False, (blocked_why,), supported=False,
-                    error="nulls" if parts.nulls and copy is not True else "zero-copy")
-    try:
-        builder = _builder(reg, adapter, parts, tgt)
-        parts, fixes = _prepared(reg, adapter, parts, builder)
-    except InteropError as e:
-        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False,
-                    error="unsupported")
+        parts, builder, fixes = decided(reg, adapter, x, opts, fmt, tgt, copy)
+    except (NullsError, MalformedError, ZeroCopyError, UnsupportedConversionError) as e:
+        error = ("nulls" if isinstance(e, NullsError) else "malformed"
+                 if isinstance(e, MalformedError) else "zero-copy"
+                 if isinstance(e, ZeroCopyError) else "unsupported")
+        return Plan(adapter.name, tgt, (), False, (str(e),), supported=False, error=error)
+    if builder is None:  # format= changes the layout
+        assert fmt is not None
+        return _format_plan(reg, adapter, x, parts, fmt, tgt, device, copy)
     fixed = [_fix_reason(parts.layout, f) for f in fixes]
     first = [Step(adapter.name, adapter.name, f"{parts.layout} {', '.join(map(str, f.roles))}"
                   f" copied", copies=True) for f in fixes]
@@ -290,6 +282,31 @@ def explain(reg: RegistryLike, adapter: CompositeAdapter, x: Any, tgt: str, devi
         return made
     return Plan(made.source, made.target, made.steps, False, made.reasons, made.hazards,
                 made.supported, made.error)  # (the buffers still shared keep their hazards)
+
+
+def _format_plan(reg: RegistryLike, adapter: CompositeAdapter, x: Any, parts: Parts, fmt: str,
+                 tgt: str, device: Any, copy: bool | None) -> Any:
+    """The plan of ``format=fmt`` changing ``x``'s layout (the source framework's own call,
+    every buffer new), then of the new value to ``tgt``."""
+    from .plan import Plan, Step
+
+    step = Step(adapter.name, adapter.name, f"format={fmt!r} ({parts.layout} -> {fmt})",
+                copies=True)
+    why = (f"format={fmt!r} changes the layout from {parts.layout}: the source "
+           "framework's own call rebuilds the value, and any buffer it keeps of the "
+           "source is copied: every buffer of the result is new")
+    if copy is False:
+        return Plan(adapter.name, tgt, (step,), False, (why,), supported=False,
+                    error="zero-copy")
+    try:
+        again = _reformatted(adapter, x, parts, fmt)
+    except InteropError as e:
+        return Plan(adapter.name, tgt, (step,), False, (str(e),), supported=False,
+                    error="memory" if isinstance(e, TooLargeError) else "unsupported")
+    rest = reg.explain(again, tgt, device, copy)
+    later = tuple(r for r in rest.reasons if not r.startswith(SHARED))  # (of the new value)
+    return Plan(adapter.name, tgt, (step, *rest.steps), False, (why, *later),
+                (), rest.supported, rest.error)
 
 
 def _shared(reg: RegistryLike, adapter: CompositeAdapter, x: Any, parts: Parts,
