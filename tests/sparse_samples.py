@@ -342,3 +342,18 @@ def check_pair(x, target, r, layout):
         with pytest.raises(ZeroCopyError):
             quiet(interop.to_framework, x, target, copy=False)
     return y, plan
+
+
+def refused_by_all_three(make, target: str, dtypes) -> None:
+    """``make(dtype)`` of each of ``dtypes`` is refused by explain, can_convert and the
+    conversion to ``target`` alike, each naming the dtype."""
+    import interop
+    from interop.errors import UnsupportedConversionError
+
+    for dtype in dtypes:
+        m = make(dtype)
+        plan = interop.explain(m, target)
+        assert not plan.supported and dtype in plan.reasons[0], plan
+        assert not interop.can_convert(m, target)
+        with pytest.raises(UnsupportedConversionError, match=dtype):
+            interop.to_framework(m, target)

@@ -19,6 +19,7 @@ from sparse_samples import (
     TORCH_NOTICES,
     check_pair,
     raw,
+    refused_by_all_three,
 )
 from sparse_search import PROFILE, build, check, raws
 from sparse_search import SOURCES as SEARCH_SOURCES
@@ -113,13 +114,8 @@ def test_values_paddle_cannot_hold_are_refused_by_all_three_calls(paddle):
     yes; found by the random search)."""
     import scipy.sparse as sp
 
-    for dtype in ("bool", "int8"):
-        m = sp.coo_array(np.eye(3, dtype=dtype))
-        plan = interop.explain(m, "paddle")
-        assert not plan.supported and dtype in plan.reasons[0], plan
-        assert not interop.can_convert(m, "paddle")
-        with pytest.raises(UnsupportedConversionError, match=dtype):
-            interop.to_framework(m, "paddle")
+    refused_by_all_three(lambda dtype: sp.coo_array(np.eye(3, dtype=dtype)), "paddle",
+                         ("bool", "int8"))
 
 
 def test_a_paddle_coo_with_duplicates_densifies_them_summed(paddle):

@@ -22,7 +22,15 @@ from interop.errors import (
     UnsupportedConversionError,
     ZeroCopyError,
 )
-from sparse_samples import TORCH_NOTICES, densified, js, pointers, pydata, stored_values
+from sparse_samples import (
+    TORCH_NOTICES,
+    densified,
+    js,
+    pointers,
+    pydata,
+    refused_by_all_three,
+    stored_values,
+)
 
 pytestmark = TORCH_NOTICES
 
@@ -196,13 +204,8 @@ def test_summing_duplicates_keeps_the_values_dtype(dtype, target):
 
 
 def test_pyarrow_refuses_what_it_cannot_hold_by_all_three_calls():
-    for dtype in ("bool", "complex64"):
-        m = sp.csr_array(np.eye(3, dtype=dtype))
-        plan = interop.explain(m, "pyarrow")
-        assert not plan.supported and dtype in plan.reasons[0], plan
-        assert not interop.can_convert(m, "pyarrow")
-        with pytest.raises(UnsupportedConversionError, match=dtype):
-            interop.to_framework(m, "pyarrow")
+    refused_by_all_three(lambda dtype: sp.csr_array(np.eye(3, dtype=dtype)), "pyarrow",
+                         ("bool", "complex64"))
 
 
 def test_format_on_arrow_never_turns_float16_into_float32():
