@@ -119,7 +119,7 @@ def plan(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, device: Any, co
             (role, leaf(role, a, dense)(a)) for role, a in parts.arrays)), tgt)
         if (adapter.reader is not None and not opts and fmt is None and not fixes
                 and not parts.copied and not parts.nulls):  # the fast form, made from x
-            read = adapter.reader(x)
+            read = adapter.reader(x, parts)
             if read is not None:
                 fast[:] = [_fast(reg, read, parts, builder, tgt,
                                  tuple(leaf(role, a, dense) for role, a in parts.arrays), walk)]
@@ -193,18 +193,23 @@ def _own_fast(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, own: Conve
     from . import narrowing
 
     fast: list[Convert] = []
+    never: list[bool] = []  # the rebuilder builds nothing for tgt (a table target): own alone
 
     def first(x: Any) -> Any:
         with narrowing.gather() as narrowed:
             out = own(x)
         for why in narrowed:
             narrowing.warn(why)
-        read = adapter.reader(x) if not narrowed else None  # type: ignore[misc]
+        if narrowed:
+            return out
+        whole = take(adapter, x, None, reg)
+        read = adapter.reader(x, whole)  # type: ignore[misc]
         arrays = read(x) if read is not None else None
         if arrays is not None:
-            whole = take(adapter, x, None, reg)
             parts = Parts(whole.layout, tuple((r, a) for (r, _), a in zip(whole.arrays, arrays)))
-            if adapter.rebuilder(reg, parts, tgt) is not None:  # type: ignore[misc]
+            if adapter.rebuilder(reg, parts, tgt) is None:  # type: ignore[misc]
+                never.append(True)
+            else:
                 fast[:] = [_fast(reg, read, parts, adapter, tgt, tuple(
                     reg.leaf_plan(a, tgt, None, None, None) for a in arrays), first)]
         return out
@@ -215,7 +220,7 @@ def _own_fast(reg: RegistryLike, adapter: CompositeAdapter, tgt: str, own: Conve
                 return fast[0](x)
             except InteropError:
                 return first(x)
-        return first(x)
+        return own(x) if never else first(x)
 
     return by_own
 

@@ -224,6 +224,10 @@ def test_a_kept_sparse_plan_reads_each_value_afresh(monkeypatch, target, fmt):
     plain = make(np.array([[1.0, 0, 2], [0, 3, 0]]))
     reg = build()
     got = _by_the_fast_form(reg, plain, target, fast, walked)
+    fresh = build()
+    fast.clear(), walked.clear()
+    fresh.convert(plain, target)  # the walk checks once; the fast form it makes, not again
+    assert (len(walked), len(fast)) == (1, 0), (walked, fast)
     if target == "torch":
         assert got.values().data_ptr() == plain.data.ctypes.data
     np.testing.assert_array_equal(_dense_of(got), plain.toarray())
@@ -369,3 +373,23 @@ def test_the_registry_is_what_kinds_are_handed():
             assert list(inspect.signature(getattr(reg, name)).parameters) == want, name
     for name in RegistryLike.__annotations__:
         assert name in vars(reg), name
+
+
+@pytest.mark.parametrize("target", ["pandas", "pyarrow"])
+def test_a_table_to_a_table_framework_reads_no_fast_form_after_its_first(monkeypatch, target):
+    """A table target builds a table (no fast form): after the first call, its plan is the
+    table's own convert alone, reading no schema for a fast form on every call."""
+    from interop.tables import columns
+
+    asked = []
+    real = columns.plain_arrow
+    monkeypatch.setattr(columns, "plain_arrow", lambda *a: asked.append(a) or real(*a))
+    t = pa.table({"x": pa.array(np.arange(3.0))})
+    reg = build()
+    reg.convert(t, target, copy=True)  # (copy=True: pyarrow to pyarrow is itself otherwise)
+    reg.convert(t, target)
+    asked.clear()
+    for _ in range(3):
+        got = reg.convert(t, target)
+    assert not asked, asked
+    assert list(got.columns if target == "pandas" else got.column_names) == ["x"]

@@ -218,13 +218,14 @@ def _tensor(x: Any) -> Parts:
                  nulls=_nulls_why(x) if nulls else "")
 
 
-def reader(x: Any) -> Any:
+def reader(x: Any, parts: Parts) -> Any:
     """The fast reader of values of ``x``'s kind
     (:attr:`~interop.adapters.base.CompositeAdapter.reader`): for a ``fixed_size_list`` (any
     depth) or a tensor without permutation of fixed-width numbers, the one N-D view of a value
     of the same Arrow type with rows, no nulls at any level (any held anywhere: the full walk)
     and its leaf buffer in host memory, as :func:`parts` reads it; for a ``list`` or
-    ``large_list`` of fixed-width numbers, :func:`_list_reader`."""
+    ``large_list`` of fixed-width numbers, :func:`_list_reader` (``parts``: unread, the type
+    says it all)."""
     ids = _IDS or _ids()
     t = x.type
     if t.id in ids["lists"]:

@@ -379,14 +379,16 @@ class CompositeAdapter:
     reformat: Callable[[Any, str], Any] | None = None
     """``(value, layout)`` -> the value in another layout by its framework's own call (the
     ``format=`` option; ``"dense"``: a dense array); ``None``: it has one layout."""
-    reader: Callable[[Any], Callable[[Any], tuple[Any, ...] | None] | None] | None = None
-    """``(value)`` -> the fast reader of values of the value's kind, decided once from it (its
-    type, layout, dtypes, shape parameters): per call, a value's arrays in the order of its
-    parts' roles, read as :attr:`parts` reads them, where the parts' layout and meta are the
-    value's it was made from, the value's invariants checked (offsets, indices); ``None`` for
-    any other value (another type, other meta, nulls, a copy to take it apart, a device, a
-    fault), which the full walk then takes (and names). Asked only of a value converted
-    without options. ``None``: no fast reader."""
+    reader: Callable[[Any, Parts], Callable[[Any], tuple[Any, ...] | None] | None] | None \
+        = None
+    """``(value, its parts)`` -> the fast reader of values of the value's kind, decided once
+    from the value and the parts the walk took of it, checked (its type, layout, dtypes, shape
+    parameters, what the checks found: nothing is read or checked twice): per call, a
+    value's arrays in the order of its parts' roles, read as :attr:`parts` reads them, where
+    the parts' layout and meta are the value's it was made from, the value's invariants
+    checked (offsets, indices); ``None`` for any other value (another type, other meta, nulls,
+    a copy to take it apart, a device, a fault), which the full walk then takes (and names).
+    Asked only of a value converted without options. ``None``: no fast reader."""
     within: bool = False
     """Its values are values of :attr:`of`'s (else :attr:`home`'s) own type (a torch sparse
     tensor is a ``torch.Tensor``, a chunked list column a pyarrow ``ChunkedArray``): that

@@ -79,23 +79,22 @@ def _rebuild(reg: RegistryLike, parts: Parts, target: str) -> Any:
     return m
 
 
-def _reader(m: Any) -> Any:
+def _reader(m: Any, parts: Parts) -> Any:
     """The fast reader of CSR and CSC values of ``m``'s type, shape and dtypes
     (:attr:`~interop.adapters.base.CompositeAdapter.reader`): ``(data, indices, indptr)`` of a
     value whose compiled check (:func:`~interop.adapters.index_kernel.csr_checker`) passes and
-    finds what it found in ``m`` (sorted and distinct indices, or not), with entries, compact
-    buffers and indices below 2**31 (a narrowing target's limit); any other value takes the
-    walk, which checks, decides and names what it finds."""
+    finds what the walk's check found in ``m`` (``parts``: sorted and distinct indices, or
+    not), with entries, compact buffers and indices below 2**31 (a narrowing target's limit);
+    any other value takes the walk, which checks, decides and names what it finds."""
     fmt, kind, shape = m.format, type(m), tuple(m.shape)
-    if fmt not in ("csr", "csc") or len(shape) != 2:
+    if fmt not in ("csr", "csc") or len(shape) != 2 or (parts.get("index_max") or 0) >= _INT32:
         return None
     cols, ptrs = (shape[1], (shape[0] + 1,)) if fmt == "csr" else (shape[0], (shape[1] + 1,))
     dtypes = (m.data.dtype, m.indices.dtype, m.indptr.dtype)
     check = csr_checker(m.indptr, m.indices)
-    first = check(m.indptr, m.indices, cols) if check is not None else None
-    if first is None:
+    if check is None:
         return None
-    canonical = first[0]
+    canonical = sparse.canonical(parts)
 
     def read(v: Any) -> tuple[Any, ...] | None:
         if type(v) is not kind or v.shape != shape:  # (SciPy's type is its format)

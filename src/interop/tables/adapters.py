@@ -228,11 +228,12 @@ def _cudf_explain(reg: RegistryLike, x: Any, target: str, *, copy: bool | None =
     return _explain(reg, "cuDF DataFrame", _cudf(x), target, copy, options)  # pragma: no cover
 
 
-def _arrow_reader(t: Any) -> Callable[[Any], tuple[Any, ...] | None] | None:
+def _arrow_reader(t: Any, parts: Parts) -> Callable[[Any], tuple[Any, ...] | None] | None:
     """The fast reader of Arrow tables and record batches of ``t``'s type and schema, every
     column on the common path (:func:`~interop.tables.columns.plain_arrow`): each column of a
     value without nulls, as that path hands it on (a list or tensor column's one chunk);
-    ``None`` for a value of another schema or with nulls, which the full path takes."""
+    ``None`` for a value of another schema or with nulls, which the full path takes
+    (``parts``: unread, the schema says it all)."""
     from . import columns
 
     hows = [columns.plain_arrow(f.type, True) for f in t.schema]
@@ -260,7 +261,7 @@ def _arrow_reader(t: Any) -> Callable[[Any], tuple[Any, ...] | None] | None:
 
 def _columns_rebuilder(reg: RegistryLike, parts: Parts, target: str) -> Any:
     """The columns converted to an array framework as the table's ``Columns``; ``None`` for a
-    table target (which builds a table)."""
+    table target (which builds a table: that plan keeps no fast form)."""
     if target in TABLE_TARGETS:
         return None
     from .columns import Columns
