@@ -16,6 +16,18 @@ from interop.default import build
 from interop.errors import NullsError
 
 
+def _write_shows(tensor, read):
+    """A write into the torch result's first element is read back by the source's own
+    accessor ``read()`` (then undone): the two share memory, not merely an address."""
+    flat = tensor.view(-1)
+    old = flat[0].item()
+    flat[0] = old + 7
+    try:
+        assert read() == old + 7
+    finally:
+        flat[0] = old
+
+
 def fsl(values, size, dtype=np.float32):
     return pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(values, dtype)), size)
 
@@ -29,6 +41,7 @@ def test_a_kept_fixed_size_list_plan_reads_each_value_afresh():
         t = reg.convert(plain, "torch")
         assert t.data_ptr() == plain.values.buffers()[1].address
     np.testing.assert_array_equal(t.numpy(), np.arange(12, dtype=np.float32).reshape(4, 3))
+    _write_shows(t, lambda: plain.values[0].as_py())
     nulls = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(6, dtype=np.float32)), 3,
                                               mask=pa.array([False, True]))
     with pytest.raises(NullsError):
@@ -115,6 +128,8 @@ def test_a_kept_list_plan_reads_each_value_afresh(monkeypatch, target, large):
     address = values.data_ptr() if target == "torch" else values.ctypes.data
     assert address == plain.values.buffers()[1].address
     assert offsets.tolist() == [0, 2, 2, 5]
+    if target == "torch":
+        _write_shows(values, lambda: plain.values[0].as_py())
     child = pa.array([9, 1, 2, 3, 4, 5], pa.int64())[1:]
     sliced_child = (pa.LargeListArray if large else pa.ListArray).from_arrays(
         pa.array([0, 1, 5], otype), child)
@@ -230,6 +245,7 @@ def test_a_kept_sparse_plan_reads_each_value_afresh(monkeypatch, target, fmt):
     assert (len(walked), len(fast)) == (1, 0), (walked, fast)
     if target == "torch":
         assert got.values().data_ptr() == plain.data.ctypes.data
+        _write_shows(got.values(), lambda: plain.data[0])
     np.testing.assert_array_equal(_dense_of(got), plain.toarray())
 
     def raw(data, indices, indptr):
@@ -301,6 +317,8 @@ def test_a_kept_table_plan_reads_each_table_afresh(monkeypatch, target):
     shared = address(got["emb"]) == emb.values.buffers()[1].address
     assert shared == build().explain(plain, target).columns["emb"].zero_copy  # (JAX: aligned)
     assert shared or target == "jax"
+    if target == "torch":
+        _write_shows(got["emb"], lambda: emb.values[0].as_py())
     items = pa.FixedSizeListArray.from_arrays(pa.array([0.0, None, 2.0, 3.0, 4.0, 5.0,
                                                         6.0, 7.0, 8.0, 9.0, 10.0, 11.0],
                                                        pa.float32()), 3)
