@@ -130,3 +130,35 @@ def test_random_schema_copy_false_raises_exactly_when_a_copy_is_needed(table):
         raised = True
     if len(plain):
         assert raised == needs_copy
+
+
+def _answer(convert, table, target):
+    """``convert(table, target)`` as comparable data: per column its dtype and values, or the
+    error's type and message."""
+    try:
+        out = convert(table, target)
+    except Exception as e:  # noqa: BLE001 - compared with a fresh registry's answer
+        return (type(e).__name__, str(e))
+    return {k: (str(getattr(v, "dtype", "")), np.asarray(v).tolist()) for k, v in out.items()}
+
+
+_KEPT = settings(max_examples=int(__import__("os").environ.get("TABLES_KEPT_EXAMPLES", "40")),
+                 deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_KEPT
+@given(columns(), st.sampled_from(["numpy", "torch", "jax"]))
+def test_a_kept_table_plan_answers_as_a_fresh_registry(table, target):
+    """The plans kept across examples (the default registry, its tables' fast forms made
+    from earlier tables and from this one's first call) give each table, three times over,
+    the answer a registry that never converted anything gives: the same columns, dtypes and
+    values, or the same error (TABLES_KEPT_EXAMPLES=N for a longer search)."""
+    import warnings
+
+    from interop.default import build
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (a narrowing's warning: the values are compared)
+        want = _answer(build().convert, table, target)
+        for _ in range(3):
+            assert _answer(interop.to_framework, table, target) == want
